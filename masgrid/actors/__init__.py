@@ -1,0 +1,1 @@
+"""Agent actors and what they host: chat backends, scripted policies, Serve deployments."""

@@ -1,0 +1,81 @@
+"""AgentHost: holds the chat histories of a group of agents and asks their backends.
+
+Several agents share one host (one Ray worker process) so a 100-agent run does not start
+100 processes; within a host, all model calls of a round are in flight together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+
+from masgrid.actors.backends import BackendSettings, ChatBackend, Completion, Message, make_backend
+from masgrid.envs.tasks import AgentView
+from masgrid.envs.tokens import get_counter
+
+
+class AgentSetup(BaseModel):
+    """What an agent starts a phase with: its view and its system message."""
+
+    view: AgentView
+    system_prompt: str
+
+
+class HostSpec(BaseModel):
+    backend: str
+    settings: BackendSettings
+    protocol: str
+    seed: int
+    token_counter: str = "approx"
+
+
+class AgentHost:
+    def __init__(self, spec: HostSpec) -> None:
+        self.spec = spec
+        self.count = get_counter(spec.token_counter)
+        self.histories: dict[int, list[Message]] = {}
+        self.backends: dict[int, ChatBackend] = {}
+        self._shared: dict[str, Any] = {}
+        self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
+
+    def ready(self) -> bool:
+        return True
+
+    async def start_phase(self, setups: dict[int, AgentSetup]) -> None:
+        """Fresh histories (phase 2 carries nothing but what the prompt says)."""
+        self.histories = {i: [{"role": "system", "content": s.system_prompt}] for i, s in setups.items()}
+        self.backends = {
+            i: make_backend(self.spec.backend, self.spec.settings, self.count, s.view, self.spec.protocol,
+                            self.spec.seed * 100_003 + i, self._shared)
+            for i, s in setups.items()
+        }
+
+    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]:
+        """Append each agent's pending observations, then generate for all of them at once."""
+        for i, obs in observations.items():
+            self.histories[i].extend({"role": "user", "content": o} for o in obs)
+        ids = list(observations)
+        results = await asyncio.gather(*(self._complete(i) for i in ids))
+        for i, completion in zip(ids, results):
+            # A failed call still leaves an (empty) assistant turn, as in Algorithm 2 line 5.
+            self.histories[i].append({"role": "assistant", "content": completion.text or ""})
+        return dict(zip(ids, results))
+
+    async def _complete(self, i: int) -> Completion:
+        async with self._limit:
+            try:
+                return await self.backends[i].complete(list(self.histories[i]))
+            except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round
+                return Completion(error=f"{type(exc).__name__}: {exc}")
+
+    def history(self, agent: int) -> list[Message]:
+        return self.histories[agent]
+
+    async def close(self) -> None:
+        seen: set[int] = set()
+        for backend in self.backends.values():
+            if id(backend) not in seen:
+                seen.add(id(backend))
+                await backend.close()

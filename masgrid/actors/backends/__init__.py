@@ -1,0 +1,56 @@
+"""Backend factory: `backend=scripted|openai|serve`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.envs.tasks import AgentView, get_task
+from masgrid.envs.tokens import TokenCounter
+
+BACKENDS = ("scripted", "openai", "serve")
+
+#: name -> factory(settings, counter, view, protocol, seed, shared); the serving layer adds
+#: `serve`. `shared` is a per-host cache so stateless clients (HTTP pools, Serve handles) are
+#: made once per agent host, not once per agent.
+_FACTORIES: dict[str, Callable[..., ChatBackend]] = {}
+
+
+def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callable[..., ChatBackend]]:
+    def deco(factory: Callable[..., ChatBackend]) -> Callable[..., ChatBackend]:
+        _FACTORIES[name] = factory
+        return factory
+
+    return deco
+
+
+@register_backend("scripted")
+def _scripted(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
+              shared: dict[str, Any]) -> ChatBackend:
+    from masgrid.actors.backends.scripted import ScriptedBackend
+
+    return ScriptedBackend(get_task(view.task).scripted_policy(view, protocol, seed), count)
+
+
+@register_backend("openai")
+def _openai(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
+            shared: dict[str, Any]) -> ChatBackend:
+    from masgrid.actors.backends.openai_chat import OpenAIChatBackend
+
+    if "openai" not in shared:
+        shared["openai"] = OpenAIChatBackend(settings, count)
+    return shared["openai"]
+
+
+def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view: AgentView,
+                 protocol: str, seed: int, shared: dict[str, Any] | None = None) -> ChatBackend:
+    if kind == "serve" and kind not in _FACTORIES:
+        import masgrid.actors.serving.handle_backend  # noqa: F401  (registers `serve`)
+    try:
+        factory = _FACTORIES[kind]
+    except KeyError:
+        raise ValueError(f"unknown backend {kind!r}; choose one of {list(BACKENDS)}") from None
+    return factory(settings, count, view, protocol, seed, shared if shared is not None else {})
+
+
+__all__ = ["BACKENDS", "BackendSettings", "ChatBackend", "Completion", "Message", "make_backend", "register_backend"]

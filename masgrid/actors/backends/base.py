@@ -1,0 +1,60 @@
+"""Chat backends: turn a chat history into one reply, with usage and failure recorded.
+
+Every backend returns a `Completion`, never raises for a model-side failure: a failed
+call carries `error` and the harness answers it with the model-error reply (F.3).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Message = dict[str, str]
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = None
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    usage_source: Literal["server", "estimate", "none"] = "none"
+    latency_s: float = 0.0
+    attempts: int = 1
+    finish_reason: str | None = None
+
+
+class BackendSettings(BaseModel):
+    """How agents reach a model; the `model` config group fills these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("scripted", description="preset name, recorded as the run's `model`")
+    served_name: str | None = Field(None, description="model id sent in requests; defaults to name")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
+    temperature: float | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, gt=0)
+    seed: int | None = None
+    timeout_s: float = Field(120.0, gt=0, description="per-attempt timeout of one model call")
+    max_retries: int = Field(2, ge=0, description="retries after the first attempt (the client backs off exponentially)")
+    max_concurrency: int = Field(256, gt=0, description="model calls in flight per agent host")
+    extra_body: dict = Field(default_factory=dict, description="extra request fields (vLLM sampling knobs)")
+    deployment: str | None = Field(None, description="Ray Serve app/deployment for backend=serve")
+    serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")
+
+    @property
+    def request_model(self) -> str:
+        return self.served_name or self.name
+
+
+class ChatBackend(ABC):
+    @abstractmethod
+    async def complete(self, messages: list[Message]) -> Completion: ...
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,68 @@
+"""EnvironmentHost: the run's protocol state, one per run, reset every phase.
+
+Replies of a round are applied here sequentially in agent-id order (Algorithm 2 lines
+4-17); the host returns what each agent is told and what each command cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from masgrid.envs.protocols import make_protocol
+from masgrid.envs.tasks import Instance, get_task
+from masgrid.envs.tokens import get_counter
+
+
+class OutcomeRecord(BaseModel):
+    """One command (or harness reply) as it goes into the events table."""
+
+    agent: int
+    kind: str  # "command" or "harness"
+    verb: str
+    block: str
+    reply: str
+    ok: bool
+    communication: bool
+    tokens_comm: int
+    messages_sent: int
+    deliveries: int
+    submitted: Any = None
+    read_other: bool = False
+    received: int = 0
+
+
+class EnvironmentHost:
+    def __init__(self, protocol: str, instance: Instance, token_counter: str = "approx") -> None:
+        task = get_task(instance.task)
+        self.instance = instance
+        self.count = get_counter(token_counter)
+        self.protocol = make_protocol(protocol, instance.n_agents,
+                                      lambda agent, raw: task.parse_answer(instance, agent, raw))
+
+    def ready(self) -> bool:
+        return True
+
+    def reset(self) -> None:
+        self.protocol.reset()
+
+    def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
+        self.protocol.round = round_no
+        out: dict[int, list[OutcomeRecord]] = {}
+        for agent, text, error in sorted(replies, key=lambda r: r[0]):
+            records = []
+            for o in self.protocol.apply_reply(agent, text, error):
+                comm = self.count(o.block) + self.count(o.reply) if o.communication else 0
+                records.append(OutcomeRecord(
+                    agent=agent, kind="command" if o.verb or o.block else "harness", verb=o.verb,
+                    block=o.block, reply=o.reply, ok=o.ok, communication=o.communication,
+                    tokens_comm=comm, messages_sent=o.messages_sent, deliveries=o.deliveries,
+                    submitted=o.submitted, read_other=bool(o.extra.get("read_other")),
+                    received=int(o.extra.get("received", 0)),
+                ))
+            out[agent] = records
+        return out
+
+    def submissions(self) -> list[Any]:
+        return list(self.protocol.slots)

@@ -1,0 +1,122 @@
+"""Protocol: the command surface agents see, its replies, visibility and accounting.
+
+One implementation per communication substrate, shared by every task. A task plugs in
+only its answer parser, which `submit_result` calls; an invalid answer leaves the slot
+empty and returns a typed error (MAS-Bench F.4).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC
+from typing import Any, Callable, ClassVar
+
+from masgrid.envs.harness import (
+    MSG_MODEL_ERROR,
+    MSG_NO_COMMANDS,
+    CommandError,
+    CommandOutcome,
+    command_error,
+    parse_fenced,
+    split_command,
+    unknown_command,
+)
+
+AnswerParser = Callable[[int, str], Any]
+"""(agent id, raw submit_result argument) -> parsed answer; raises ValueError if invalid."""
+
+_AGENT_REF = re.compile(r"^(?:agent[-_ ]?)?(\d+)$", re.IGNORECASE)
+
+
+def agent_name(i: int) -> str:
+    return f"Agent-{i}"
+
+
+class Protocol(ABC):
+    """State machine of one substrate. Not thread-safe: the environment actor serialises."""
+
+    name: ClassVar[str]
+    #: verb -> handler method name; every protocol also has `wait` and `submit_result`.
+    verbs: ClassVar[dict[str, str]] = {}
+    #: verbs whose command text and reply count as communication tokens (appendix C).
+    communication_verbs: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, n_agents: int, answer_parser: AnswerParser) -> None:
+        if n_agents < 1:
+            raise ValueError("a protocol needs at least one agent")
+        self.n_agents = n_agents
+        self.answer_parser = answer_parser
+        self.round = 0
+        self.slots: list[Any] = [None] * n_agents
+        self.reset()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Fresh state for a new phase: no messages, no files, no submissions."""
+        self.round = 0
+        self.slots = [None] * self.n_agents
+
+    def submitted(self, agent: int) -> bool:
+        return self.slots[agent] is not None
+
+    # -- the harness loop of Algorithm 2 (lines 6-16) ----------------------------------
+    def apply_reply(self, agent: int, text: str | None, error: str | None) -> list[CommandOutcome]:
+        """Outcomes of one model reply, one per user message appended to the agent's history."""
+        if error is not None:
+            return [CommandOutcome(block="", verb="", reply=MSG_MODEL_ERROR, ok=False)]
+        blocks = parse_fenced(text)
+        if not blocks:
+            return [CommandOutcome(block="", verb="", reply=MSG_NO_COMMANDS, ok=False)]
+        return [self.dispatch(agent, block) for block in blocks]
+
+    def dispatch(self, agent: int, block: str) -> CommandOutcome:
+        verb, args, body = split_command(block)
+        handler_name = {"wait": "_wait", "submit_result": "_submit", **self.verbs}.get(verb)
+        if handler_name is None:
+            return CommandOutcome(block=block, verb=verb, reply=unknown_command(block), ok=False)
+        outcome = CommandOutcome(block=block, verb=verb, reply="")
+        outcome.communication = verb in self.communication_verbs
+        try:
+            outcome.reply = getattr(self, handler_name)(agent, args, body, outcome)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an agent-visible reply
+            outcome.ok = False
+            outcome.reply = command_error(verb, exc)
+        return outcome
+
+    # -- commands every protocol has --------------------------------------------------
+    def _wait(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        return "acknowledged"
+
+    def _submit(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        raw = "\n".join(part for part in (args, body) if part).strip()
+        if not raw:
+            raise CommandError("missing answer; usage: submit_result <answer>")
+        try:
+            value = self.answer_parser(agent, raw)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        self.slots[agent] = value
+        out.submitted = value
+        recorded = f"recorded {format_answer(value)}"
+        side = self.on_submit(agent, value, out)
+        return f"{recorded} | {side}" if side else recorded
+
+    def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:
+        """The substrate's submission side effect; returns the reply suffix (or '')."""
+        return ""
+
+    # -- helpers ------------------------------------------------------------------------
+    def parse_agent(self, ref: str) -> int:
+        match = _AGENT_REF.match(ref.strip())
+        if not match:
+            raise CommandError(f"invalid agent id {ref!r}; use an integer such as 3 or Agent-3")
+        target = int(match.group(1))
+        if not 0 <= target < self.n_agents:
+            raise CommandError(f"no such agent: {agent_name(target)} (agents are 0..{self.n_agents - 1})")
+        return target
+
+
+def format_answer(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_answer(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,50 @@
+"""Broadcasting: one-to-all announcements, pulled with receive_messages (MAS-Bench E.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols.base import agent_name, format_answer
+from masgrid.envs.protocols.messaging import MailboxProtocol
+
+
+class BroadcastProtocol(MailboxProtocol):
+    name = "broadcast"
+    receive_prefix = "broadcast from"
+    verbs = {
+        "receive_messages": "_receive",
+        "broadcast_message": "_broadcast",
+        "list_agents": "_list_agents",
+    }
+    communication_verbs = frozenset({"receive_messages", "broadcast_message", "list_agents"})
+
+    def _broadcast(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        text = "\n".join(part for part in (args, body) if part).strip()
+        if not text:
+            raise CommandError("empty message; usage: broadcast_message <text>")
+        receivers = self._fan_out(agent, text)
+        out.messages_sent = 1
+        out.deliveries = len(receivers)
+        if not receivers:
+            return "delivered (no other agents)"
+        return "delivered (" + ", ".join(agent_name(j) for j in receivers) + ")"
+
+    def _fan_out(self, agent: int, text: str) -> list[int]:
+        receivers = [j for j in range(self.n_agents) if j != agent]
+        for j in receivers:
+            self.insert(agent, j, text)
+        return receivers
+
+    def _list_agents(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        return ", ".join(
+            f"{agent_name(j)}: {'submitted' if self.submitted(j) else 'active'}"
+            + (" (you)" if j == agent else "")
+            for j in range(self.n_agents)
+        )
+
+    def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:
+        receivers = self._fan_out(agent, f"{agent_name(agent)} submitted result {format_answer(value)}")
+        if not receivers:
+            return "broadcasted to no other agents"
+        return "broadcasted to " + ", ".join(agent_name(j) for j in receivers)

@@ -1,0 +1,87 @@
+"""Shared key-value store with file-system verbs, last writer wins (MAS-Bench E.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols.base import Protocol, agent_name, format_answer
+
+PREVIEW_CHARS = 120
+
+
+@dataclass
+class FileRow:
+    id: int
+    path: str
+    content: str
+    writer: int
+    created: int
+    updated: int
+
+
+class KVProtocol(Protocol):
+    name = "kv"
+    verbs = {
+        "list_files": "_list",
+        "read_file": "_read",
+        "write_file": "_write",
+        "delete_file": "_delete",
+    }
+    communication_verbs = frozenset({"list_files", "read_file", "write_file", "delete_file"})
+
+    def reset(self) -> None:
+        super().reset()
+        self.files: dict[str, FileRow] = {}
+        self._next_id = 1
+
+    def upsert(self, path: str, content: str, writer: int) -> FileRow:
+        row = self.files.get(path)
+        if row is None:
+            row = FileRow(self._next_id, path, content, writer, self.round, self.round)
+            self._next_id += 1
+            self.files[path] = row
+        else:
+            row.content, row.writer, row.updated = content, writer, self.round
+        return row
+
+    def _list(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        prefix = args.strip()
+        rows = sorted((r for r in self.files.values() if r.path.startswith(prefix)), key=lambda r: r.id)
+        if not rows:
+            return f"no files with prefix {prefix!r}" if prefix else "no files"
+        return "\n".join(
+            f"id={r.id} path={r.path} len={len(r.content)} updated={r.updated}" for r in rows
+        )
+
+    def _read(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        path = args.strip()
+        if not path:
+            raise CommandError("usage: read_file <key>")
+        row = self.files.get(path)
+        if row is None:
+            raise CommandError(f"no such file: {path}")
+        out.extra["read_other"] = row.writer != agent
+        return f"content={row.content}"
+
+    def _write(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        path = args.strip()
+        if not path or " " in path:
+            raise CommandError("usage: write_file <key> on the first line, the content on the following lines")
+        self.upsert(path, body, agent)
+        out.messages_sent = 1
+        preview = body[:PREVIEW_CHARS].replace("\n", "\\n")
+        return f"wrote {path} ({len(body)} chars) preview={preview}"
+
+    def _delete(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        path = args.strip()
+        if path not in self.files:
+            raise CommandError(f"no such file: {path}")
+        del self.files[path]
+        return f"removed {path}"
+
+    def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:
+        path = f"{agent_name(agent)}_submission.txt"
+        self.upsert(path, f"{agent_name(agent)} is offline and submitted {format_answer(value)}", agent)
+        return f"wrote_file={path}"

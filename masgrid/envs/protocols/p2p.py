@@ -1,0 +1,33 @@
+"""P2P messaging: directed sends, refused once the receiver has submitted (MAS-Bench E.3)."""
+
+from __future__ import annotations
+
+from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols.base import agent_name
+from masgrid.envs.protocols.messaging import MailboxProtocol
+
+
+class P2PProtocol(MailboxProtocol):
+    name = "p2p"
+    receive_prefix = "from"
+    verbs = {"receive_messages": "_receive", "send_message": "_send"}
+    communication_verbs = frozenset({"receive_messages", "send_message"})
+
+    def _send(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        target_ref, _, first_text = args.partition(" ")
+        if not target_ref:
+            raise CommandError("usage: send_message <to_id> <text>")
+        target = self.parse_agent(target_ref)
+        text = "\n".join(part for part in (first_text.strip(), body) if part).strip()
+        if not text:
+            raise CommandError("empty message; usage: send_message <to_id> <text>")
+        if target == agent:
+            raise CommandError("cannot send a message to yourself")
+        if self.submitted(target):
+            # Refused at the harness layer: nothing is inserted (E.3).
+            out.extra["refused"] = True
+            return f"{agent_name(target)} is offline (already submitted); message not delivered"
+        self.insert(agent, target, text)
+        out.messages_sent = 1
+        out.deliveries = 1
+        return f"delivered to {agent_name(target)}"

@@ -1,0 +1,110 @@
+"""Task: instance generator, prompt parts, answer parser, scorer and scripted policy.
+
+A task is registered under its config name with `@register_task`, so adding one never
+touches the runner. Everything here is pure (no Ray), so `masgrid instance/score` and the
+analysis layer can use tasks on their own.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from masgrid.envs.policies import ScriptedPolicy
+
+
+class Instance(BaseModel):
+    """One generated problem: parameters, each agent's local input, expected answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    params: dict[str, Any]
+    inputs: list[Any] = Field(description="local input of agent i at index i")
+    expected: list[Any] = Field(description="expected answer of agent i at index i")
+    meta: dict[str, Any] = Field(default_factory=dict, description="e.g. inversion rate rho")
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.inputs)
+
+
+class Score(BaseModel):
+    """Outcome of scoring one set of submissions (None = the agent never submitted)."""
+
+    success: bool
+    correct: list[bool]
+    partial: list[float] = Field(description="per-agent partial score in [0, 1]")
+    metrics: dict[str, float | int | bool | None] = Field(default_factory=dict)
+
+
+class AgentView(BaseModel):
+    """Everything one agent is allowed to know at the start of a phase."""
+
+    agent: int
+    n_agents: int
+    task: str
+    params: dict[str, Any]
+    local_input: Any
+    phase: int = 1
+    previous: Any = None  # the agent's own submission of the previous phase (reruns)
+
+
+class Task(ABC):
+    name: ClassVar[str]
+    family: ClassVar[str]
+    schedule: ClassVar[str] = "lockstep"
+    protocols: ClassVar[tuple[str, ...]] = ()
+    modes: ClassVar[tuple[str, ...] | None] = None
+    conditions: ClassVar[tuple[str, ...]] = ("base",)
+
+    # -- generation ------------------------------------------------------------------------
+    @abstractmethod
+    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
+        """Seeded: the same arguments give the same instance, distinct seeds distinct ones."""
+
+    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
+        """Raise ValueError naming the offending key when the task cannot run so."""
+        if self.protocols and protocol not in self.protocols:
+            raise ValueError(f"protocol: task {self.name} supports {list(self.protocols)}, not {protocol!r}")
+        if self.modes is not None and mode not in self.modes:
+            raise ValueError(f"mode: task {self.name} supports {list(self.modes)}, not {mode!r}")
+        if condition not in self.conditions:
+            raise ValueError(f"condition: task {self.name} supports {list(self.conditions)}, not {condition!r}")
+
+    def view(self, instance: Instance, agent: int, phase: int = 1, previous: Any = None) -> AgentView:
+        return AgentView(
+            agent=agent,
+            n_agents=instance.n_agents,
+            task=self.name,
+            params=instance.params,
+            local_input=instance.inputs[agent],
+            phase=phase,
+            previous=previous,
+        )
+
+    # -- a run's structure -----------------------------------------------------------------
+    def phases(self, condition: str) -> int:
+        return 1
+
+    @abstractmethod
+    def build_prompt(self, view: AgentView, protocol: str, condition: str) -> str:
+        """The agent's system message; structurally identical across agents."""
+
+    # -- answers ---------------------------------------------------------------------------
+    @abstractmethod
+    def parse_answer(self, instance: Instance, agent: int, raw: str) -> Any:
+        """Parse a submit_result argument; ValueError (agent-visible) if malformed."""
+
+    @abstractmethod
+    def score(self, instance: Instance, answers: list[Any]) -> Score: ...
+
+    @abstractmethod
+    def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy: ...
+
+    def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
+        """Task-family metrics from the score and token usage; the platform adds common ones."""
+        return {}

@@ -1,0 +1,1 @@
+"""Run lifecycle: config schema, driver actor and schedulers, recorder, sweeps, CLI."""

@@ -1,0 +1,165 @@
+"""`masgrid` command line: run (Hydra), instance, score, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from masgrid.resources import conf_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "run":
+        return _run(rest)
+    if command == "instance":
+        return _instance(rest)
+    if command == "score":
+        return _score(rest)
+    if command == "report":
+        return _report(rest)
+    print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+USAGE = """usage:
+  masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
+  masgrid instance TASK [key=value ...]   print a generated instance as JSON
+  masgrid score TASK --instance FILE --answers FILE [--json]
+  masgrid report RESULTS_DIR              summarise a results directory"""
+
+
+def _run(overrides: list[str]) -> int:
+    import hydra
+    from omegaconf import DictConfig, OmegaConf
+
+    from masgrid.platform.config import ConfigError, RunConfig
+
+    outcome: dict[str, Any] = {}
+
+    @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
+    def hydra_entry(cfg: DictConfig) -> None:
+        data = OmegaConf.to_container(cfg, resolve=True)
+        try:
+            run_cfg = RunConfig.from_mapping(data)  # type: ignore[arg-type]
+        except ConfigError as exc:
+            outcome["error"] = str(exc)
+            print(exc, file=sys.stderr)
+            return
+        from masgrid.platform.launch import run_one
+        from masgrid.platform.summary import print_summary
+
+        summary = run_one(run_cfg)
+        outcome["status"] = summary.status
+        print_summary(run_cfg, summary)
+
+    saved = sys.argv
+    sys.argv = ["masgrid run", *overrides]
+    try:
+        hydra_entry()
+    finally:
+        sys.argv = saved
+    if "error" in outcome:
+        return 2
+    return 0 if outcome.get("status") in ("ok", None) else 1
+
+
+def _parse_overrides(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"masgrid: expected key=value, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _instance(args: list[str]) -> int:
+    from masgrid.envs.tasks import get_task
+
+    parser = argparse.ArgumentParser(prog="masgrid instance")
+    parser.add_argument("task")
+    parser.add_argument("--json", action="store_true", help="JSON output (the default)")
+    parser.add_argument("overrides", nargs="*", help="agents=N k=K mode=... seed=S (task-specific keys too)")
+    ns = parser.parse_args(args)
+    params = {"agents": 5, "k": 5, "mode": "random", "seed": 0}
+    params.update(_parse_overrides(ns.overrides))
+    try:
+        task = get_task(ns.task)
+        if task.modes is None and "mode" not in _parse_overrides(ns.overrides):
+            params["mode"] = None
+        instance = task.generate(int(params.pop("agents")), int(params.pop("k")), params.pop("mode"),
+                                 int(params.pop("seed")), **params)
+    except (ValueError, TypeError) as exc:
+        print(f"masgrid instance: {exc}", file=sys.stderr)
+        return 2
+    print(instance.model_dump_json(indent=2))
+    return 0
+
+
+def _load_answers(path: Path, n_agents: int) -> list[Any]:
+    data = json.loads(path.read_text())
+    if isinstance(data, dict) and "answers" in data:
+        data = data["answers"]
+    if isinstance(data, dict):  # {"0": [...], "Agent-3": [...]}
+        answers: list[Any] = [None] * n_agents
+        for key, value in data.items():
+            answers[int(str(key).split("-")[-1])] = value
+        return answers
+    if not isinstance(data, list):
+        raise ValueError("answers must be a JSON list (one entry per agent, null for none) or an object")
+    return data
+
+
+def _score(args: list[str]) -> int:
+    from masgrid.envs.tasks import Instance, get_task
+
+    parser = argparse.ArgumentParser(prog="masgrid score")
+    parser.add_argument("task")
+    parser.add_argument("--instance", required=True, type=Path)
+    parser.add_argument("--answers", required=True, type=Path)
+    parser.add_argument("--json", action="store_true", help="JSON output (the default)")
+    ns = parser.parse_args(args)
+    try:
+        task = get_task(ns.task)
+        instance = Instance.model_validate_json(ns.instance.read_text())
+        raw = _load_answers(ns.answers, instance.n_agents)
+        if len(raw) != instance.n_agents:
+            raise ValueError(f"the instance has {instance.n_agents} agents but {len(raw)} answers were given")
+        answers: list[Any] = []
+        invalid: dict[int, str] = {}
+        for i, a in enumerate(raw):
+            try:  # the same parser submit_result uses; a malformed answer scores as missing
+                answers.append(None if a is None else task.parse_answer(instance, i, a if isinstance(a, str) else json.dumps(a)))
+            except ValueError as exc:
+                answers.append(None)
+                invalid[i] = str(exc)
+        score = task.score(instance, answers)
+    except (OSError, ValueError) as exc:
+        print(f"masgrid score: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({**score.model_dump(mode="json"), "invalid_answers": invalid}, indent=2))
+    return 0
+
+
+def _report(args: list[str]) -> int:
+    from masgrid.analysis.report import print_overview
+
+    if len(args) != 1:
+        print("usage: masgrid report RESULTS_DIR", file=sys.stderr)
+        return 2
+    return print_overview(Path(args[0]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

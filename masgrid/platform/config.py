@@ -1,0 +1,113 @@
+"""The run configuration: one pydantic model validated before Ray starts.
+
+Hydra composes `conf/config.yaml` (+ overrides); `RunConfig.from_mapping` validates it and
+names the offending field. The user-facing keys are the same for every benchmark:
+task, protocol, agents, k, mode, condition, backend, model, seed, results_dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from masgrid.actors.backends import BackendSettings
+from masgrid.envs.protocols import PROTOCOLS
+from masgrid.envs.tasks import get_task
+
+# Fields of `model` that change what a model answers (the rest is plumbing).
+_MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
+
+
+class ExecutionSettings(BaseModel):
+    """How a run is executed; never part of its identity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
+    agents_per_actor: int = Field(25, ge=1, description="agents sharing one AgentHost actor")
+    ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None starts local Ray")
+    token_counter: str = Field("approx", description="'approx' or 'hf:/path/to/tokenizer.json'")
+    round_timeout_s: float | None = Field(None, gt=0, description="cap on one round's model calls; default from model timeout")
+    actor_start_timeout_s: float = Field(120.0, gt=0)
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = "sorting"
+    protocol: str = "broadcast"
+    agents: int = Field(5, ge=1, le=100_000)
+    k: int = Field(5, ge=1)
+    mode: str | None = "random"
+    condition: str = "base"
+    backend: Literal["scripted", "openai", "serve"] = "scripted"
+    model: BackendSettings = Field(default_factory=BackendSettings)
+    seed: int = 0
+    results_dir: str = "results"
+    max_rounds: int = Field(100, ge=1, description="R_max, per phase")
+    graph: str | None = Field(None, description="graph model (AgentsNet)")
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+
+    @model_validator(mode="after")
+    def _check_against_task(self) -> RunConfig:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol: unknown protocol {self.protocol!r}; choose one of {sorted(PROTOCOLS)}")
+        try:
+            task = get_task(self.task)
+        except ValueError as exc:
+            raise ValueError(f"task: {exc}") from None
+        task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
+        if self.backend == "openai" and not self.model.base_url:
+            raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
+        return self
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Validate, turning pydantic's report into one readable error naming the fields."""
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc)) from None
+
+    def identity(self) -> dict[str, Any]:
+        """What determines a run's result: everything but where and how it executes."""
+        data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model"})
+        data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
+        return data
+
+    def columns(self) -> dict[str, Any]:
+        """The run's identifying columns of the `runs` table (config keys, id, version)."""
+        import masgrid
+
+        return {"run_id": self.run_id, "task": self.task, "protocol": self.protocol, "agents": self.agents,
+                "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
+                "model": self.model.name, "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
+                "results_dir": self.results_dir, "masgrid_version": masgrid.__version__,
+                "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True)}
+
+    @property
+    def partition(self) -> dict[str, str]:
+        return {"task": self.task, "protocol": self.protocol}
+
+    @property
+    def run_id(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message names every offending field."""
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    lines = ["invalid configuration:"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "config"
+        msg = err["msg"].removeprefix("Value error, ")
+        if ":" in msg and not err["loc"]:
+            loc, _, msg = msg.partition(": ")
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)

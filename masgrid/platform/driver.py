@@ -1,0 +1,271 @@
+"""The run driver: generates the instance, creates environment and agents, runs the
+phases through the scheduler, scores, and records. One driver per run; as a Ray actor it
+is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel
+
+from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
+from masgrid.actors.backends import Completion
+from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
+from masgrid.envs.tasks import Instance, Task, get_task
+from masgrid.platform.config import RunConfig
+from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
+from masgrid.platform.schedulers import PhaseContext, get_scheduler
+
+EVENT_FLUSH_ROUNDS = 10
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    status: str
+    error: str | None = None
+    success: bool | None = None
+    sr: float | None = None
+    rounds: int | None = None
+    te: float | None = None
+    cr: float | None = None
+    wall_s: float = 0.0
+    results_dir: str = ""
+
+
+@dataclass
+class AgentStats:
+    rounds: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_comm: int = 0
+    messages_sent: int = 0
+    messages_received: int = 0
+    files_read_others: int = 0
+    model_errors: int = 0
+    command_errors: int = 0
+
+
+@dataclass
+class RunLog:
+    """Events and per-agent counters accumulated while a run executes."""
+
+    run_id: str
+    partition: dict[str, Any]
+    n_agents: int
+    stats: list[AgentStats] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    seq: int = 0
+    chunk: int = 0
+
+    def __post_init__(self) -> None:
+        self.stats = [AgentStats() for _ in range(self.n_agents)]
+
+    def _event(self, **row: Any) -> None:
+        row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition)
+        self.seq += 1
+        self.pending.append(row)
+
+    def record_round(self, phase: int, round_no: int, completions: dict[int, Completion],
+                     outcomes: dict[int, list[OutcomeRecord]]) -> None:
+        for i in sorted(completions):
+            c, st = completions[i], self.stats[i]
+            st.rounds += 1
+            st.tokens_in += c.tokens_in
+            st.tokens_out += c.tokens_out
+            st.model_errors += c.error is not None
+            self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, text=c.text,
+                        reply=None, ok=c.error is None, error=c.error, tokens_in=c.tokens_in,
+                        tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
+                        latency_s=c.latency_s, attempts=c.attempts, messages_sent=0)
+            for o in outcomes.get(i, []):
+                st.tokens_comm += o.tokens_comm
+                st.messages_sent += o.messages_sent
+                st.messages_received += o.received
+                st.files_read_others += o.read_other
+                st.command_errors += (o.kind == "command" and not o.ok)
+                self._event(phase=phase, round=round_no, agent=i, kind=o.kind, verb=o.verb, text=o.block,
+                            reply=o.reply, ok=o.ok, error=None, tokens_in=0, tokens_out=0,
+                            tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
+                            messages_sent=o.messages_sent)
+
+    def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
+        rows, self.pending = self.pending, []
+        self.chunk += 1
+        return self.chunk, rows
+
+
+class RunDriver:
+    """Executes one run. Wrapped as a Ray actor by the launcher, or used in-process."""
+
+    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool) -> None:
+        self.cfg = cfg
+        self.recorder = Port(recorder, recorder_remote)
+        self.remote = cfg.execution.executor == "ray"
+        self._actors: list[Any] = []
+        self.progress: dict[str, Any] = {"phase": 0, "round": 0}
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.progress)
+
+    async def run(self) -> RunSummary:
+        cfg = self.cfg
+        run_id = cfg.run_id
+        partition = cfg.partition
+        started = datetime.now(timezone.utc)
+        t0 = time.perf_counter()
+        task = get_task(cfg.task)
+        log = RunLog(run_id, partition, cfg.agents)
+        run_row: dict[str, Any] = {}
+        agent_rows: list[dict[str, Any]] = []
+        status, error = "ok", None
+        await self.recorder.call("begin_run", run_id, partition)
+        try:
+            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras())
+            run_row, agent_rows = await self._execute(task, instance, log)
+        except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            tb = traceback.format_exc(limit=8)
+            error = error if len(tb) > 4000 else f"{error}\n{tb}"
+        finally:
+            await self._shutdown()
+        chunk, rows = log.take_chunk()
+        await self.recorder.call("write_events", run_id, partition, chunk, rows)
+        wall = time.perf_counter() - t0
+        run_row.update(cfg.columns(), status=status, error=error, wall_s=wall, started_at=started,
+                       finished_at=datetime.now(timezone.utc))
+        await self.recorder.call("finish_run", run_row, agent_rows, partition)
+        return RunSummary(run_id=run_id, status=status, error=error, success=run_row.get("success"),
+                          sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
+                          cr=run_row.get("cr"), wall_s=wall, results_dir=cfg.results_dir)
+
+    def _task_extras(self) -> dict[str, Any]:
+        return {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
+
+    # -- components ------------------------------------------------------------------------
+    def _spawn(self, cls: type, name: str, *args: Any) -> Port:
+        if not self.remote:
+            return Port(cls(*args), remote=False)
+        import ray
+
+        actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid", max_concurrency=1000,
+                                                     lifetime=None).remote(*args)
+        self._actors.append(actor)
+        return Port(actor, remote=True)
+
+    async def _start_components(self, instance: Instance) -> tuple[EnvironmentClient, AgentPoolClient, list[Port]]:
+        cfg = self.cfg
+        env_port = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance,
+                               cfg.execution.token_counter)
+        n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
+        spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
+                        token_counter=cfg.execution.token_counter)
+        hosts = [self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec) for h in range(n_hosts)]
+        # Contiguous blocks keep neighbouring ids together; host h serves agents h*size ...
+        size = math.ceil(cfg.agents / n_hosts)
+        assignment = [i // size for i in range(cfg.agents)]
+        if self.remote:
+            import asyncio
+
+            await asyncio.wait_for(asyncio.gather(env_port.call("ready"), *(h.call("ready") for h in hosts)),
+                                   timeout=cfg.execution.actor_start_timeout_s)
+        round_timeout = cfg.execution.round_timeout_s
+        if round_timeout is None and cfg.backend != "scripted":
+            m = cfg.model
+            round_timeout = (m.timeout_s + 10.0) * (m.max_retries + 1) + 30.0
+        return EnvironmentClient(env_port), AgentPoolClient(hosts, assignment, round_timeout), [env_port]
+
+    async def _shutdown(self) -> None:
+        if self.remote and self._actors:
+            import ray
+
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+            self._actors = []
+
+    # -- the run ------------------------------------------------------------------------------
+    async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        cfg = self.cfg
+        env, pool, (env_port,) = await self._start_components(instance)
+        scheduler = get_scheduler(task.schedule)
+        n_phases = task.phases(cfg.condition)
+        previous: list[Any] = [None] * cfg.agents
+        phase_rounds: list[int] = []
+        first_prompts: list[str] = []
+        phase1_subs: list[Any] = []
+
+        async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
+                           outcomes: dict[int, list[OutcomeRecord]]) -> None:
+            self.progress = {"phase": phase, "round": round_no}
+            log.record_round(phase, round_no, completions, outcomes)
+            if round_no % EVENT_FLUSH_ROUNDS == 0:
+                chunk, rows = log.take_chunk()
+                await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+
+        submissions: list[Any] = [None] * cfg.agents
+        for phase in range(1, n_phases + 1):
+            await env_port.call("reset")
+            setups = {}
+            for i in range(cfg.agents):
+                view = task.view(instance, i, phase=phase, previous=previous[i])
+                setups[i] = AgentSetup(view=view, system_prompt=task.build_prompt(view, cfg.protocol, cfg.condition))
+            if phase == 1:
+                first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
+            await pool.broadcast("start_phase", {h: {i: setups[i] for i in ids}
+                                                 for h, ids in pool.groups(list(range(cfg.agents))).items()})
+            ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=cfg.max_rounds, agents=pool, env=env,
+                               on_round=on_round)
+            result = await scheduler.run_phase(ctx)
+            phase_rounds.append(result.rounds)
+            submissions = result.submissions
+            if phase == 1:
+                phase1_subs = list(submissions)
+            previous = list(submissions)
+            chunk, rows = log.take_chunk()
+            await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+        await pool.close()
+
+        score = task.score(instance, submissions)
+        stats = log.stats
+        usage = {
+            "tokens_in": sum(s.tokens_in for s in stats),
+            "tokens_out": sum(s.tokens_out for s in stats),
+            "tokens_comm": sum(s.tokens_comm for s in stats),
+        }
+        usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
+        metrics: dict[str, Any] = {
+            "success": score.success,
+            "sr": sum(score.correct) / len(score.correct),
+            "rounds": max(s.rounds for s in stats),
+            "rounds_phase1": phase_rounds[0],
+            "rounds_phase2": phase_rounds[1] if len(phase_rounds) > 1 else None,
+            "submitted": sum(s is not None for s in submissions),
+            **usage,
+            "messages_sent": sum(s.messages_sent for s in stats),
+            "model_calls": sum(s.rounds for s in stats),
+            "model_errors": sum(s.model_errors for s in stats),
+            "command_errors": sum(s.command_errors for s in stats),
+        }
+        metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
+        metrics.update(task.run_metrics(instance, score, usage))
+        agent_rows = [
+            {
+                "run_id": log.run_id, **log.partition, "agent": i,
+                "submission": _json(submissions[i]), "expected": _json(instance.expected[i]),
+                "correct": score.correct[i], "partial": score.partial[i],
+                "submitted_phase1": _json(phase1_subs[i]) if n_phases > 1 else None,
+                "system_prompt": first_prompts[i], **stats[i].__dict__,
+            }
+            for i in range(cfg.agents)
+        ]
+        return metrics, agent_rows
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)

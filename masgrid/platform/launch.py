@@ -1,0 +1,102 @@
+"""Starting runs: join or start Ray, one recorder actor per results_dir, one driver per run."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from masgrid.platform.config import RunConfig
+from masgrid.platform.driver import RunDriver, RunSummary
+from masgrid.platform.recorder import Recorder
+
+log = logging.getLogger("masgrid")
+NAMESPACE = "masgrid"
+
+
+def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS")
+    kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": True}
+    kwargs.update(init_kwargs)
+    ray.init(address=address, **kwargs)
+
+
+def recorder_actor(results_dir: str) -> Any:
+    """The single writer of a results_dir, pinned to this node (where the results live)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    root = str(Path(results_dir).resolve())
+    name = "recorder:" + hashlib.sha1(root.encode()).hexdigest()[:12]
+    node = ray.get_runtime_context().get_node_id()
+    actor = ray.remote(num_cpus=0)(Recorder).options(
+        name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+    ).remote(root)
+    ray.get(actor.ready.remote())
+    return actor
+
+
+def driver_actor(cfg: RunConfig, recorder: Any) -> Any:
+    import ray
+
+    return ray.remote(num_cpus=0)(RunDriver).options(
+        name=f"run:{cfg.run_id}", namespace=NAMESPACE, max_concurrency=16,
+    ).remote(cfg, recorder, True)
+
+
+def run_local(cfg: RunConfig) -> RunSummary:
+    """Everything in this process: no Ray at all (debugging, profiling)."""
+    return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
+
+
+def run_one(cfg: RunConfig) -> RunSummary:
+    if cfg.execution.executor == "local":
+        return run_local(cfg)
+    return run_many([cfg], max_concurrent=1)[0]
+
+
+def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
+             on_done: Callable[[RunConfig, RunSummary], None] | None = None) -> list[RunSummary]:
+    """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order."""
+    import ray
+
+    cfgs = list(cfgs)
+    if not cfgs:
+        return []
+    ensure_ray(cfgs[0].execution.ray_address)
+    recorders: dict[str, Any] = {}
+    results: list[RunSummary | None] = [None] * len(cfgs)
+    in_flight: dict[Any, tuple[int, Any]] = {}
+    queue = list(enumerate(cfgs))
+    while queue or in_flight:
+        while queue and len(in_flight) < max_concurrent:
+            idx, cfg = queue.pop(0)
+            rec = recorders.get(cfg.results_dir) or recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
+            driver = driver_actor(cfg, rec)
+            in_flight[driver.run.remote()] = (idx, driver)
+        done, _ = ray.wait(list(in_flight), num_returns=1)
+        for ref in done:
+            idx, driver = in_flight.pop(ref)
+            cfg = cfgs[idx]
+            try:
+                summary = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - the driver itself died: record it here
+                summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
+                                     results_dir=cfg.results_dir)
+                log.error("run %s failed: %s", cfg.run_id, exc)
+                row = {**cfg.columns(), "status": "failed", "error": summary.error}
+                ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
+            finally:
+                ray.kill(driver, no_restart=True)
+            results[idx] = summary
+            if on_done:
+                on_done(cfg, summary)
+    return [r for r in results if r is not None]

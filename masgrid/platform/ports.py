@@ -1,0 +1,72 @@
+"""Uniform async calls to a component that is either a Ray actor or a local object.
+
+The driver talks to agents, environment and recorder through ports, so the same run
+logic executes on Ray actors (default) or in one process (`execution.executor=local`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from masgrid.actors.backends import Completion
+from masgrid.actors.environment import OutcomeRecord
+
+
+class Port:
+    def __init__(self, target: Any, remote: bool) -> None:
+        self.target = target
+        self.remote = remote
+
+    async def call(self, method: str, *args: Any) -> Any:
+        if self.remote:
+            return await getattr(self.target, method).remote(*args)
+        result = getattr(self.target, method)(*args)
+        return await result if inspect.isawaitable(result) else result
+
+
+class EnvironmentClient:
+    def __init__(self, port: Port) -> None:
+        self.port = port
+
+    async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
+        return await self.port.call("apply_round", round_no, replies)
+
+
+class AgentPoolClient:
+    """Routes each agent's step to its host; all hosts work concurrently."""
+
+    def __init__(self, hosts: list[Port], assignment: list[int], round_timeout_s: float | None) -> None:
+        self.hosts = hosts
+        self.assignment = assignment
+        self.n_agents = len(assignment)
+        self.round_timeout_s = round_timeout_s
+
+    def groups(self, agents: list[int]) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for i in agents:
+            out.setdefault(self.assignment[i], []).append(i)
+        return out
+
+    async def broadcast(self, method: str, per_host: dict[int, Any]) -> list[Any]:
+        return await asyncio.gather(*(self.hosts[h].call(method, arg) for h, arg in per_host.items()))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(host.call("close") for host in self.hosts))
+
+    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]:
+        per_host = {h: {i: observations[i] for i in ids} for h, ids in self.groups(list(observations)).items()}
+        gathered = self.broadcast("step", per_host)
+        try:
+            results = await asyncio.wait_for(gathered, timeout=self.round_timeout_s)
+        except asyncio.TimeoutError:
+            raise RoundTimeout(f"model calls of a round did not finish within {self.round_timeout_s:.0f}s") from None
+        merged: dict[int, Completion] = {}
+        for part in results:
+            merged.update(part)
+        return merged
+
+
+class RoundTimeout(RuntimeError):
+    """A round's model calls outlived every per-call timeout and retry (a hung host)."""

@@ -1,0 +1,97 @@
+"""Parquet recorder: results_dir/{runs,agents,events}, Hive-partitioned, written atomically.
+
+Each file is written under a temporary dot-name (ignored by pyarrow and pandas) and then
+renamed into place, so a killed process never leaves a half-written file. File names carry
+the run id: a re-executed run replaces its own files instead of duplicating rows, and
+the `runs` row, written last, is what marks a run complete.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
+
+TABLES = ("runs", "agents", "events")
+
+
+def _without_partitions(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if f.name not in PARTITION_KEYS])
+
+
+SCHEMAS = {
+    "runs": _without_partitions(runs_schema()),
+    "agents": _without_partitions(AGENTS_SCHEMA),
+    "events": _without_partitions(EVENTS_SCHEMA),
+}
+
+
+def partition_dir(root: Path, table: str, partition: dict[str, Any]) -> Path:
+    path = root / table
+    for key in PARTITION_KEYS:
+        path = path / f"{key}={quote(str(partition[key]), safe='')}"
+    return path
+
+
+def write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+    tmp = path.parent / f".tmp-{uuid.uuid4().hex}.parquet"
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class Recorder:
+    """Writes one experiment's tables. One instance per results_dir (a Ray actor in runs)."""
+
+    def __init__(self, results_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(results_dir).resolve()
+        for table in TABLES:
+            (self.root / table).mkdir(parents=True, exist_ok=True)
+
+    def ready(self) -> str:
+        return str(self.root)
+
+    def _files_of(self, table: str, run_id: str, partition: dict[str, Any]) -> Iterable[Path]:
+        return partition_dir(self.root, table, partition).glob(f"part-{run_id}*.parquet")
+
+    def begin_run(self, run_id: str, partition: dict[str, Any]) -> None:
+        """Drop files a previous, interrupted attempt at the same run left behind (runs row last)."""
+        for table in ("runs", "agents", "events"):
+            for path in self._files_of(table, run_id, partition):
+                path.unlink(missing_ok=True)
+
+    def write_events(self, run_id: str, partition: dict[str, Any], chunk: int, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            path = partition_dir(self.root, "events", partition) / f"part-{run_id}-{chunk:05d}.parquet"
+            write_table_atomic(path, rows, SCHEMAS["events"])
+
+    def finish_run(self, run_row: dict[str, Any], agent_rows: list[dict[str, Any]], partition: dict[str, Any]) -> None:
+        run_id = run_row["run_id"]
+        if agent_rows:
+            write_table_atomic(partition_dir(self.root, "agents", partition) / f"part-{run_id}.parquet",
+                               agent_rows, SCHEMAS["agents"])
+        write_table_atomic(partition_dir(self.root, "runs", partition) / f"part-{run_id}.parquet",
+                           [run_row], SCHEMAS["runs"])
+
+    def run_status(self) -> dict[str, str]:
+        """run_id -> status of every recorded run (for resume)."""
+        out: dict[str, str] = {}
+        for path in (self.root / "runs").rglob("part-*.parquet"):
+            table = pq.read_table(path, columns=["run_id", "status"])
+            for run_id, status in zip(table["run_id"].to_pylist(), table["status"].to_pylist()):
+                out[run_id] = status
+        return out

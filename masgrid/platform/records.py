@@ -1,0 +1,114 @@
+"""Schemas of the three result tables (runs, agents, events).
+
+Every file of a table is written with the full schema below, so any subset of files reads
+back with the same columns in pandas and pyarrow. Benchmark families add their metric
+columns to `RUN_METRICS` (nullable); a metric a task reports that is not declared here is
+a programming error caught by the tests.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Hive partition keys of every table, in directory order.
+PARTITION_KEYS = ("task", "protocol")
+
+CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("task", pa.string()),
+    ("protocol", pa.string()),
+    ("agents", pa.int64()),
+    ("k", pa.int64()),
+    ("mode", pa.string()),
+    ("condition", pa.string()),
+    ("backend", pa.string()),
+    ("model", pa.string()),
+    ("seed", pa.int64()),
+    ("max_rounds", pa.int64()),
+    ("graph", pa.string()),
+    ("results_dir", pa.string()),
+]
+
+#: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
+RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
+    "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1)"),
+    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (eq. 4)"),
+    "check": (pa.bool_(), "task's global check, e.g. MAS-Bench CHECK: submissions concatenate to the sorted union"),
+    "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
+    "rounds_phase1": (pa.int64(), "rounds executed in phase 1"),
+    "rounds_phase2": (pa.int64(), "rounds executed in phase 2 (two-phase conditions), else null"),
+    "te": (pa.float64(), "token efficiency N*K / total tokens * 1e5 (eq. 6)"),
+    "cr": (pa.float64(), "communication ratio, communication tokens / total tokens (eq. 7)"),
+    "rho": (pa.float64(), "inversion rate of the global input (eq. 3)"),
+    "submitted": (pa.int64(), "agents that submitted in the final phase"),
+    "tokens_in": (pa.int64(), "prompt tokens over all model calls"),
+    "tokens_out": (pa.int64(), "completion tokens over all model calls"),
+    "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
+    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies (appendix C)"),
+    "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
+    "model_calls": (pa.int64(), "model calls made"),
+    "model_errors": (pa.int64(), "model calls that failed after retries"),
+    "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
+}
+
+RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("status", pa.string()),  # ok | failed
+    ("error", pa.string()),
+    ("wall_s", pa.float64()),
+    ("started_at", pa.timestamp("us", tz="UTC")),
+    ("finished_at", pa.timestamp("us", tz="UTC")),
+    ("masgrid_version", pa.string()),
+    ("config_json", pa.string()),
+]
+
+
+def runs_schema() -> pa.Schema:
+    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, t) for k, (t, _) in RUN_METRICS.items()]
+    return pa.schema(fields + RUN_STATUS_COLUMNS[1:])
+
+
+AGENTS_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("task", pa.string()),
+    ("protocol", pa.string()),
+    ("agent", pa.int64()),
+    ("submission", pa.string()),  # JSON of the final-phase answer, null if none
+    ("expected", pa.string()),  # JSON
+    ("correct", pa.bool_()),
+    ("partial", pa.float64()),
+    ("submitted_phase1", pa.string()),  # JSON, two-phase conditions only
+    ("rounds", pa.int64()),
+    ("tokens_in", pa.int64()),
+    ("tokens_out", pa.int64()),
+    ("tokens_comm", pa.int64()),
+    ("messages_sent", pa.int64()),
+    ("messages_received", pa.int64()),
+    ("files_read_others", pa.int64()),
+    ("model_errors", pa.int64()),
+    ("command_errors", pa.int64()),
+    ("system_prompt", pa.string()),  # phase-1 system message
+])
+
+EVENTS_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("task", pa.string()),
+    ("protocol", pa.string()),
+    ("seq", pa.int64()),  # order within the run
+    ("phase", pa.int64()),
+    ("round", pa.int64()),
+    ("agent", pa.int64()),
+    ("kind", pa.string()),  # model_call | command | harness
+    ("verb", pa.string()),
+    ("text", pa.string()),  # model output, or the command block
+    ("reply", pa.string()),  # harness reply to the agent
+    ("ok", pa.bool_()),
+    ("error", pa.string()),
+    ("tokens_in", pa.int64()),
+    ("tokens_out", pa.int64()),
+    ("tokens_comm", pa.int64()),
+    ("usage_source", pa.string()),
+    ("latency_s", pa.float64()),
+    ("attempts", pa.int64()),
+    ("messages_sent", pa.int64()),
+    ("time", pa.timestamp("us", tz="UTC")),
+])

@@ -1,0 +1,12 @@
+from masgrid.platform.schedulers.base import (
+    SCHEDULERS,
+    PhaseContext,
+    PhaseResult,
+    Scheduler,
+    get_scheduler,
+    register_scheduler,
+)
+from masgrid.platform.schedulers.lockstep import LockstepScheduler
+
+__all__ = ["SCHEDULERS", "LockstepScheduler", "PhaseContext", "PhaseResult", "Scheduler", "get_scheduler",
+           "register_scheduler"]

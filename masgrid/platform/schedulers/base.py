@@ -1,0 +1,68 @@
+"""Schedulers decide who speaks when; the driver owns everything else.
+
+A scheduler runs one phase against a `PhaseContext`: the agents (to step), the
+environment (to apply replies), and the event log. Lockstep (MAS-Bench, SILO-Bench,
+AgentsNet) is implemented; sequential (SIMAS: one agent after another, each seeing all
+earlier turns) and asynchronous (CooperBench: each agent its own tool loop) plug in here
+by registering another `Scheduler` without touching the driver.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+from masgrid.actors.backends import Completion
+from masgrid.actors.environment import OutcomeRecord
+
+
+class AgentPool(Protocol):
+    """All agents of a run, wherever they are hosted."""
+
+    n_agents: int
+
+    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]: ...
+
+
+class EnvironmentPort(Protocol):
+    async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]: ...
+
+
+@dataclass
+class PhaseContext:
+    phase: int
+    n_agents: int
+    max_rounds: int
+    agents: AgentPool
+    env: EnvironmentPort
+    on_round: Callable[[int, int, dict[int, Completion], dict[int, list[OutcomeRecord]]], Awaitable[None]]
+
+
+@dataclass
+class PhaseResult:
+    rounds: int
+    submissions: list[Any]
+    calls_per_agent: list[int] = field(default_factory=list)
+
+
+class Scheduler(ABC):
+    name: str
+
+    @abstractmethod
+    async def run_phase(self, ctx: PhaseContext) -> PhaseResult: ...
+
+
+SCHEDULERS: dict[str, type[Scheduler]] = {}
+
+
+def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
+    SCHEDULERS[cls.name] = cls
+    return cls
+
+
+def get_scheduler(name: str) -> Scheduler:
+    try:
+        return SCHEDULERS[name]()
+    except KeyError:
+        raise ValueError(f"no scheduler {name!r}; available: {sorted(SCHEDULERS)}") from None

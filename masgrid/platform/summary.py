@@ -1,0 +1,37 @@
+"""Terminal summary of a finished run."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from masgrid.platform.config import RunConfig
+from masgrid.platform.driver import RunSummary
+
+
+def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title=f"masgrid run {s.run_id}", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents} k={cfg.k} mode={cfg.mode} "
+               f"condition={cfg.condition} backend={cfg.backend} model={cfg.model.name} seed={cfg.seed}")
+    rows = [("config", setting), ("status", s.status)]
+    if s.error:
+        rows.append(("error", s.error.splitlines()[0]))
+    rows += [
+        ("success", str(s.success)),
+        ("SR", _fmt(s.sr, "{:.3f}")),
+        ("rounds R", _fmt(s.rounds, "{}")),
+        ("token efficiency TE", _fmt(s.te, "{:.2f}")),
+        ("communication ratio CR", _fmt(s.cr, "{:.3f}")),
+        ("wall time", f"{s.wall_s:.2f} s"),
+        ("results", f"{s.results_dir}/{{runs,agents,events}} (pandas.read_parquet)"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def _fmt(value: object, pattern: str) -> str:
+    return "-" if value is None else pattern.format(value)
