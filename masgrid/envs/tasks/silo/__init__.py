@@ -1,0 +1,1 @@
+"""SILO-Bench (30 tasks in three levels). Specs register in level modules."""
