@@ -33,13 +33,13 @@ def partial_shuffle(values: list[int], fraction: float, rng: random.Random) -> l
     if m < 2:
         return out
     positions = rng.sample(range(len(out)), m)
-    cycle = list(positions)
+    perm = list(range(m))
     for i in range(m - 1, 0, -1):  # Sattolo's algorithm: a uniformly random m-cycle
         j = rng.randrange(i)
-        cycle[i], cycle[j] = cycle[j], cycle[i]
-    moved = [out[p] for p in cycle]
-    for p, v in zip(positions, moved[1:] + moved[:1]):
-        out[p] = v
+        perm[i], perm[j] = perm[j], perm[i]
+    values = [out[p] for p in positions]
+    for i, p in enumerate(positions):
+        out[p] = values[perm[i]]
     return out
 
 
