@@ -1,0 +1,45 @@
+import pytest
+
+from masgrid.platform.cli import main
+from masgrid.platform.config import ConfigError, RunConfig
+
+
+@pytest.mark.parametrize("overrides,field", [
+    ({"agents": 0}, "agents"),
+    ({"k": -1}, "k"),
+    ({"protocol": "smoke_signals"}, "protocol"),
+    ({"mode": "sideways"}, "mode"),
+    ({"condition": "heroic"}, "condition"),
+    ({"task": "juggling"}, "task"),
+    ({"backend": "carrier_pigeon"}, "backend"),
+    ({"backend": "openai"}, "model.base_url"),
+    ({"colour": "blue"}, "colour"),
+    ({"model": {"name": "x", "temperature": -1}}, "model.temperature"),
+    ({"execution": {"executor": "slurm"}}, "execution.executor"),
+])
+def test_invalid_config_names_the_field(overrides, field):
+    with pytest.raises(ConfigError) as err:
+        RunConfig.from_mapping(overrides)
+    assert f"  {field}:" in str(err.value)
+
+
+def test_run_id_is_identity_not_placement():
+    a = RunConfig.from_mapping({"seed": 1})
+    b = RunConfig.from_mapping({"seed": 1, "results_dir": "elsewhere", "execution": {"agents_per_actor": 1}})
+    c = RunConfig.from_mapping({"seed": 2})
+    d = RunConfig.from_mapping({"seed": 1, "model": {"name": "scripted", "timeout_s": 5}})
+    assert a.run_id == b.run_id == d.run_id != c.run_id
+
+
+def test_cli_rejects_bad_config_before_ray_starts(capsys):
+    import ray
+
+    assert main(["run", "agents=0", "protocol=semaphore"]) == 2
+    err = capsys.readouterr().err
+    assert "agents:" in err and "invalid configuration" in err
+    assert not ray.is_initialized()
+
+
+def test_cli_rejects_unknown_hydra_key(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "nonsense_key=1"])

@@ -1,0 +1,96 @@
+"""A real OpenAI-compatible chat-completions server on loopback, scripted per request.
+
+`script(request) -> Reply` decides each answer: text (with usage), an HTTP error status,
+or a hang longer than the client's timeout. Used to test how masgrid survives bad models.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    status: int = 200
+    hang_s: float = 0.0
+    usage: bool = True
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+class ChatServer:
+    def __init__(self, script: Callable[[dict], Reply]) -> None:
+        self.script = script
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                return
+
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.requests.append(body)
+                reply = server.script(body)
+                if reply.hang_s:
+                    time.sleep(reply.hang_s)
+                if reply.status != 200:
+                    self._send(reply.status, {"error": {"message": "scripted failure", "type": "server_error"}})
+                    return
+                prompt = sum(words(m.get("content") or "") for m in body.get("messages", []))
+                payload = {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", "test"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply.text}}],
+                }
+                if reply.usage:
+                    payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": words(reply.text),
+                                        "total_tokens": prompt + words(reply.text)}
+                self._send(200, payload)
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout) before we answered
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def agent_and_turn(request: dict) -> tuple[int, int]:
+    """Which agent asks (from its system prompt) and how many replies it already gave."""
+    messages = request["messages"]
+    system = messages[0]["content"]
+    agent = int(system.split("You are Agent-")[1].split(",")[0])
+    return agent, sum(m["role"] == "assistant" for m in messages)
