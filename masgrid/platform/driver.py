@@ -192,7 +192,9 @@ class RunDriver:
     # -- the run ------------------------------------------------------------------------------
     async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
+        t_start = time.perf_counter()
         env, pool, (env_port,) = await self._start_components(instance)
+        startup_s = time.perf_counter() - t_start
         scheduler = get_scheduler(task.schedule)
         n_phases = task.phases(cfg.condition)
         previous: list[Any] = [None] * cfg.agents
@@ -251,6 +253,7 @@ class RunDriver:
             "model_calls": sum(s.rounds for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
             "command_errors": sum(s.command_errors for s in stats),
+            "startup_s": startup_s,
         }
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         metrics.update(task.run_metrics(instance, score, usage))

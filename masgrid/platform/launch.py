@@ -15,6 +15,9 @@ from masgrid.platform.recorder import Recorder
 
 log = logging.getLogger("masgrid")
 NAMESPACE = "masgrid"
+#: recorder actor per results_dir, kept for the session: an actor whose last handle goes
+#: out of scope is destroyed, and a later lookup by name could race with that.
+_RECORDERS: dict[str, Any] = {}
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
@@ -34,6 +37,9 @@ def recorder_actor(results_dir: str) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     root = str(Path(results_dir).resolve())
+    key = f"{ray.get_runtime_context().get_job_id()}:{root}"  # a new Ray session needs new actors
+    if key in _RECORDERS:
+        return _RECORDERS[key]
     name = "recorder:" + hashlib.sha1(root.encode()).hexdigest()[:12]
     node = ray.get_runtime_context().get_node_id()
     actor = ray.remote(num_cpus=0)(Recorder).options(
@@ -41,6 +47,7 @@ def recorder_actor(results_dir: str) -> Any:
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
     ).remote(root)
     ray.get(actor.ready.remote())
+    _RECORDERS[key] = actor
     return actor
 
 
@@ -79,7 +86,7 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
     while queue or in_flight:
         while queue and len(in_flight) < max_concurrent:
             idx, cfg = queue.pop(0)
-            rec = recorders.get(cfg.results_dir) or recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
+            rec = recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
             driver = driver_actor(cfg, rec)
             in_flight[driver.run.remote()] = (idx, driver)
         done, _ = ray.wait(list(in_flight), num_returns=1)

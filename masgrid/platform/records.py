@@ -48,6 +48,7 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "model_calls": (pa.int64(), "model calls made"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
+    "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
