@@ -5,6 +5,7 @@ is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -149,37 +150,36 @@ class RunDriver:
         return {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
 
     # -- components ------------------------------------------------------------------------
-    def _spawn(self, cls: type, name: str, *args: Any) -> Port:
+    def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
+        """A component as a named Ray actor (or a local object). Concurrency 1 keeps the
+        environment strictly sequential; async agent hosts interleave their model calls."""
         if not self.remote:
             return Port(cls(*args), remote=False)
         import ray
 
-        actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid", max_concurrency=1000,
-                                                     lifetime=None).remote(*args)
+        actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid",
+                                                     max_concurrency=concurrency).remote(*args)
         self._actors.append(actor)
         return Port(actor, remote=True)
 
-    async def _start_components(self, instance: Instance) -> tuple[EnvironmentClient, AgentPoolClient, list[Port]]:
+    async def _start_components(self, instance: Instance) -> tuple[Port, AgentPoolClient]:
         cfg = self.cfg
-        env_port = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance,
-                               cfg.execution.token_counter)
+        env = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter)
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
                         token_counter=cfg.execution.token_counter)
-        hosts = [self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec) for h in range(n_hosts)]
-        # Contiguous blocks keep neighbouring ids together; host h serves agents h*size ...
+        hosts = [self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)]
+        # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
         size = math.ceil(cfg.agents / n_hosts)
         assignment = [i // size for i in range(cfg.agents)]
         if self.remote:
-            import asyncio
-
-            await asyncio.wait_for(asyncio.gather(env_port.call("ready"), *(h.call("ready") for h in hosts)),
+            await asyncio.wait_for(asyncio.gather(env.call("ready"), *(h.call("ready") for h in hosts)),
                                    timeout=cfg.execution.actor_start_timeout_s)
         round_timeout = cfg.execution.round_timeout_s
         if round_timeout is None and cfg.backend != "scripted":
-            m = cfg.model
+            m = cfg.model  # every attempt may time out, plus the client's backoff between attempts
             round_timeout = (m.timeout_s + 10.0) * (m.max_retries + 1) + 30.0
-        return EnvironmentClient(env_port), AgentPoolClient(hosts, assignment, round_timeout), [env_port]
+        return env, AgentPoolClient(hosts, assignment, round_timeout)
 
     async def _shutdown(self) -> None:
         if self.remote and self._actors:
@@ -193,7 +193,8 @@ class RunDriver:
     async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         t_start = time.perf_counter()
-        env, pool, (env_port,) = await self._start_components(instance)
+        env_port, pool = await self._start_components(instance)
+        env = EnvironmentClient(env_port)
         startup_s = time.perf_counter() - t_start
         scheduler = get_scheduler(task.schedule)
         n_phases = task.phases(cfg.condition)
