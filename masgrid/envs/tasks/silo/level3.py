@@ -530,8 +530,8 @@ def _bfs(n_nodes: int, edges: list[tuple[int, int]], source: int) -> list[int]:
 class KMeansIteration(_IndexedAnswer):
     """One Lloyd step from public initial centroids over n*k distributed 2-D points.
 
-    K = 3 centroids with integer coordinates, points with integer coordinates in
-    [0, 100]. Assign every point to the centroid at the smallest squared Euclidean
+    K = 3 public starting centroids, chosen as K distinct data points (Forgy start);
+    points have integer coordinates in [0, 100], drawn around 3 hidden centres. Assign every point to the centroid at the smallest squared Euclidean
     distance (the generator re-draws points with a tie, so no tie-break is needed), then
     move each centroid to the mean of its points; a centroid with no points stays where
     it is. The answer is the K new centroids in index order, coordinates rounded half-up
@@ -548,20 +548,26 @@ class KMeansIteration(_IndexedAnswer):
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 1)
+        hidden = [[rng.randint(10, 90), rng.randint(10, 90)] for _ in range(self.n_clusters)]
+
+        def draw() -> list[int]:
+            h = rng.choice(hidden)
+            return [min(100, max(0, h[0] + rng.randint(-20, 20))), min(100, max(0, h[1] + rng.randint(-20, 20)))]
+
+        points = [draw() for _ in range(n * k)]
+        # Forgy start: K distinct data points, so every cluster keeps at least its seed
         cents: list[list[int]] = []
-        while len(cents) < self.n_clusters:
-            c = [rng.randint(5, 95), rng.randint(5, 95)]
+        for i in rng.sample(range(len(points)), len(points)):
+            if len(cents) < self.n_clusters and points[i] not in cents:
+                cents.append(list(points[i]))
+        while len(cents) < self.n_clusters:  # tiny instances with fewer distinct points
+            c = [rng.randint(0, 100), rng.randint(0, 100)]
             if c not in cents:
                 cents.append(c)
-        hidden = [[rng.randint(10, 90), rng.randint(10, 90)] for _ in range(self.n_clusters)]
-        points: list[list[int]] = []
-        while len(points) < n * k:
-            h = rng.choice(hidden)
-            p = [min(100, max(0, h[0] + rng.randint(-20, 20))), min(100, max(0, h[1] + rng.randint(-20, 20)))]
-            d = sorted(_sq(p, c) for c in cents)
-            if len(d) > 1 and d[0] == d[1]:
-                continue  # equidistant from two centroids: re-draw to keep the step unambiguous
-            points.append(p)
+        for i, p in enumerate(points):
+            while _tied(p, cents):  # equidistant from two centroids: re-draw, the step stays unambiguous
+                p = draw()
+            points[i] = p
         truth = self._step(points, cents)
         return SiloData(shards=_chunks(points, n, k), expected=_same_for_all(n, truth),
                         public={"centroids": cents, "n_points": n * k, "decimals": self.decimals})
@@ -615,6 +621,11 @@ class KMeansIteration(_IndexedAnswer):
             for j, (sx, sy, cnt) in enumerate(p):
                 total[j] = [total[j][0] + sx, total[j][1] + sy, total[j][2] + cnt]
         return self._means(total, cents)
+
+
+def _tied(p: list[int], cents: list[list[int]]) -> bool:
+    d = sorted(_sq(p, c) for c in cents)
+    return len(d) > 1 and d[0] == d[1]
 
 
 def _sq(p: list[int], c: list[int]) -> int:

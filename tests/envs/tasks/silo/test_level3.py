@@ -184,9 +184,14 @@ def test_graph_instances_are_nontrivial() -> None:
     assert len(set(ranks)) > 5
 
 
-def test_kmeans_step_moves_centroids() -> None:
-    d = gen("III-25", 10, 4)
-    assert d.expected[0] != [[float(x), float(y)] for x, y in d.public["centroids"]]
+def test_kmeans_step_moves_centroids_and_no_cluster_is_empty() -> None:
+    for seed in range(5):
+        d = gen("III-25", 10, seed)
+        assert d.expected[0] != [[float(x), float(y)] for x, y in d.public["centroids"]]
+        pts, cents = np.array(flat(d.shards)), np.array(d.public["centroids"])
+        labels = ((pts[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+        assert set(labels.tolist()) == {0, 1, 2}
+        assert all(list(c) in pts.tolist() for c in cents)  # Forgy start: centroids are data points
 
 
 def test_distinct_has_duplicates() -> None:
