@@ -46,14 +46,15 @@ def _load(raw: str, example: str) -> Any:
         text = text[1:-1].strip()
     if not text:
         raise ValueError(f"the answer is empty; write it like {example}")
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
+    for reader, errors in ((json.loads, (ValueError, RecursionError)),
+                           (ast.literal_eval, (ValueError, SyntaxError, TypeError, MemoryError, RecursionError))):
+        try:
+            value = reader(text)
+        except errors:
+            continue
+        if isinstance(value, dict) and len(value) == 1 and str(next(iter(value))).lower() in ("answer", "result"):
+            value = next(iter(value.values()))  # {"answer": ...} wrapper
+        return value
     tokens = [t for t in re.split(r"[\s,]+", text) if t]
     if tokens and all(_NUMBER_TOKEN.match(t) for t in tokens):
         values = [float(t) if ("." in t) else int(t) for t in tokens]

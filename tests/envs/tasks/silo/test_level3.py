@@ -338,7 +338,8 @@ def test_parser_round_trips_and_tolerates_wrappers(task_id: str) -> None:
     spec = spec_of(task_id)
     d = gen(task_id, 3, 2)
     text = spec.format_answer(d.expected[1])
-    for raw in (text, f"  {text}\n", f"```json\n{text}\n```", f"({text})", f"answer: {text}"):
+    for raw in (text, f"  {text}\n", f"```json\n{text}\n```", f"({text})", f"answer: {text}",
+                f'{{"answer": {text}}}'):
         assert spec.parse_answer(raw, 1, d) == d.expected[1]
 
 
