@@ -55,6 +55,7 @@ class AllGather:
         self.key_prefix = key_prefix
         self.shared = False
         self.gathered: dict[int, Any] = {agent: payload}
+        self._last_reads: list[int] = []  # kv: whose keys the previous turn read, in order
 
     def key(self, j: int) -> str:
         return f"{self.key_prefix}agent-{j}"
@@ -108,8 +109,6 @@ class AllGather:
             raise ValueError(f"AllGather does not know protocol {self.protocol!r}")
         self.shared = True
         return cmds
-
-    _last_reads: list[int] = []
 
 
 class GatherThenSubmit(ScriptedPolicy):
