@@ -1,0 +1,1 @@
+"""SILO-Bench Level II (mesh) task specs: placeholder, written on branch silo-l2."""
