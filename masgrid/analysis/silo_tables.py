@@ -23,6 +23,11 @@ def base_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return out[out["condition"] == "base"]
 
 
+def _of_model(runs: pd.DataFrame, model: str | None) -> pd.DataFrame:
+    df = base_runs(runs)
+    return df if model is None else df[df["model"] == model]
+
+
 def _pct(series: pd.Series) -> float:
     return 100.0 * series.mean() if len(series) else np.nan
 
@@ -86,9 +91,7 @@ def table2(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
 
 def table3(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """SR (%) by level (rows, plus Avg) and N (columns), averaged over protocols."""
-    df = base_runs(runs)
-    if model is not None:
-        df = df[df["model"] == model]
+    df = _of_model(runs, model)
     table = df.pivot_table(index="level", columns="agents", values="sr", aggfunc="mean") * 100.0
     table.index = [ROMAN[int(v)] for v in table.index]
     table.loc["Avg"] = df.groupby("agents")["sr"].mean() * 100.0
@@ -98,9 +101,7 @@ def table3(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
 
 def table10(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """SR (%) by task (rows) and protocol (columns), plus the average over protocols."""
-    df = base_runs(runs)
-    if model is not None:
-        df = df[df["model"] == model]
+    df = _of_model(runs, model)
     table = df.pivot_table(index="task", columns="protocol", values="sr", aggfunc="mean") * 100.0
     table = table.rename(columns=PROTOCOL_NAMES)
     table["Avg"] = table.mean(axis=1)

@@ -44,6 +44,13 @@ def _same(n: int, value: Any) -> list[Any]:
     return [value] * n
 
 
+def _xor(values: Any) -> int:
+    acc = 0
+    for v in values:
+        acc ^= v
+    return acc
+
+
 class _IntArraySpec(SiloSpec):
     """k uniform integers in [low, high] per agent; an integer answer."""
 
@@ -195,22 +202,13 @@ class XorChecksum(_IntArraySpec):
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         values = self.draw(n, k, rng)
-        acc = 0
-        for v in values:
-            acc ^= v
-        return SiloData(shards=_split(values, n, k), expected=_same(n, acc))
+        return SiloData(shards=_split(values, n, k), expected=_same(n, _xor(values)))
 
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
-        acc = 0
-        for v in shard:
-            acc ^= v
-        return acc
+        return _xor(shard)
 
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
-        acc = 0
-        for v in payloads.values():
-            acc ^= v
-        return acc
+        return _xor(payloads.values())
 
 
 class _StatSpec(_IntArraySpec):
