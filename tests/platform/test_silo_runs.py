@@ -110,3 +110,18 @@ def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["instance", "silo/I-03", "agents=1", "condition=oracle-10", "k=4"]) == 0
     oracle = json.loads(capsys.readouterr().out)
     assert len(oracle["inputs"][0]["segments"]) == 10
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_cli_round_trip_for_every_task(task: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`masgrid instance` then `masgrid score` with the expected answers written as an agent would."""
+    spec = SILO_SPECS[task.split("/", 1)[1]]()
+    assert main(["instance", task, "agents=4", "seed=5"]) == 0
+    inst = json.loads(capsys.readouterr().out)
+    (tmp_path / "inst.json").write_text(json.dumps(inst))
+    answers = [spec.format_answer(e) for e in inst["expected"]]
+    answers[3] = None
+    (tmp_path / "ans.json").write_text(json.dumps(answers))
+    assert main(["score", task, "--instance", str(tmp_path / "inst.json"), "--answers", str(tmp_path / "ans.json")]) == 0
+    score = json.loads(capsys.readouterr().out)
+    assert score["correct"] == [True, True, True, False] and score["invalid_answers"] == {}
