@@ -144,3 +144,13 @@ def test_behaviour_table() -> None:
     assert table.loc["verification_rate"].tolist() == [100.0, 0.0]
     assert table.loc["strategy_discussion_rate"].tolist() == [0.0, 100.0]
     assert table.loc["rounds_to_completion", "Success"] == 3
+
+
+def test_consensus_not_applied_to_level2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Level II agents answer for different segments: distinct answers are not a consensus failure."""
+    log = computation_run()
+    log.task = "silo/II-11"
+    runs, agents, events = frames(log)
+    monkeypatch.setattr(sf, "_required", lambda run: [set(range(3)) - {i} for i in range(3)])
+    labels = sf.label_runs(runs, agents, events).iloc[0]
+    assert labels["level"] == 2 and not labels["consensus"] and labels["computation"]

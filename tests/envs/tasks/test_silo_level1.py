@@ -127,3 +127,21 @@ def test_oracle_instance_holds_everything() -> None:
         assert oracle.expected == [multi.expected[0]]
         prompt = task.build_prompt(task.view(oracle, 0), "p2p", "oracle-5")
         assert "segment 4:" in prompt and "send_message" not in prompt
+
+
+@pytest.mark.parametrize("tid", sorted(SILO_SPECS))
+@pytest.mark.parametrize("protocol", ["p2p", "broadcast", "kv"])
+@pytest.mark.parametrize("condition", ["base", "planning", "reminder", "scratchpad"])
+def test_prompts_identical_modulo_id_and_data(tid: str, protocol: str, condition: str) -> None:
+    """Appendix B: no agent's prompt differs from another's except its id and its shard."""
+    import json
+
+    task = get_task(f"silo/{tid}")
+    inst = task.generate(3, 4, None, 0)
+
+    def neutral(i: int) -> str:
+        text = task.build_prompt(task.view(inst, i), protocol, condition)
+        return text.replace(json.dumps(inst.inputs[i]), "<DATA>").replace(f"Agent-{i},", "Agent-<ID>,")
+
+    assert neutral(0) == neutral(1) == neutral(2)
+    assert not any(word in neutral(0).lower() for word in ("you are the leader", "coordinator:", "step 1"))
