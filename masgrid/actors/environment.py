@@ -31,15 +31,19 @@ class OutcomeRecord(BaseModel):
     submitted: Any = None
     read_other: bool = False
     received: int = 0
+    peers: list[int] = []  # recipients of a send, senders of received messages, writer of a file read
 
 
 class EnvironmentHost:
-    def __init__(self, protocol: str, instance: Instance, token_counter: str = "approx") -> None:
+    def __init__(self, protocol: str, instance: Instance, token_counter: str = "approx",
+                 condition: str = "base") -> None:
         task = get_task(instance.task)
         self.instance = instance
         self.count = get_counter(token_counter)
         self.protocol = make_protocol(protocol, instance.n_agents,
-                                      lambda agent, raw: task.parse_answer(instance, agent, raw))
+                                      lambda agent, raw: task.parse_answer(instance, agent, raw),
+                                      task.protocol_options(protocol, condition))
+        self.notice = task.round_notice(protocol, condition)
 
     def ready(self) -> bool:
         return True
@@ -48,7 +52,7 @@ class EnvironmentHost:
         self.protocol.reset()
 
     def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
-        self.protocol.round = round_no
+        self.protocol.begin_round(round_no)
         out: dict[int, list[OutcomeRecord]] = {}
         for agent, text, error in sorted(replies, key=lambda r: r[0]):
             records = []
@@ -59,9 +63,15 @@ class EnvironmentHost:
                     block=o.block, reply=o.reply, ok=o.ok, communication=o.communication,
                     tokens_comm=comm, messages_sent=o.messages_sent, deliveries=o.deliveries,
                     submitted=o.submitted, read_other=bool(o.extra.get("read_other")),
-                    received=int(o.extra.get("received", 0)),
+                    received=int(o.extra.get("received", 0)), peers=list(o.extra.get("peers", [])),
                 ))
             out[agent] = records
+        if self.notice:
+            for agent, records in out.items():
+                if not self.protocol.submitted(agent):
+                    records.append(OutcomeRecord(agent=agent, kind="harness", verb="", block="", reply=self.notice,
+                                                 ok=True, communication=False, tokens_comm=0, messages_sent=0,
+                                                 deliveries=0))
         return out
 
     def submissions(self) -> list[Any]:

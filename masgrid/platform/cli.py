@@ -92,10 +92,12 @@ def _instance(args: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="JSON output (the default)")
     parser.add_argument("overrides", nargs="*", help="agents=N k=K mode=... seed=S (task-specific keys too)")
     ns = parser.parse_args(args)
-    params = {"agents": 5, "k": 5, "mode": "random", "seed": 0}
+    params = {"agents": 5, "k": None, "mode": "random", "seed": 0}
     params.update(_parse_overrides(ns.overrides))
     try:
         task = get_task(ns.task)
+        if params["k"] is None:
+            params["k"] = task.default_k
         if task.modes is None and "mode" not in _parse_overrides(ns.overrides):
             params["mode"] = None
         instance = task.generate(int(params.pop("agents")), int(params.pop("k")), params.pop("mode"),

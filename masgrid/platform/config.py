@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     task: str = "sorting"
     protocol: str = "broadcast"
     agents: int = Field(5, ge=1, le=100_000)
-    k: int = Field(5, ge=1)
+    k: int | None = Field(None, ge=1, description="per-agent workload; null: the task's default_k")
     mode: str | None = "random"
     condition: str = "base"
     backend: Literal["scripted", "openai", "serve"] = "scripted"
@@ -59,6 +59,8 @@ class RunConfig(BaseModel):
             task = get_task(self.task)
         except ValueError as exc:
             raise ValueError(f"task: {exc}") from None
+        if self.k is None:
+            self.k = task.default_k
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")

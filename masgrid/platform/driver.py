@@ -48,6 +48,7 @@ class AgentStats:
     tokens_comm: int = 0
     messages_sent: int = 0
     messages_received: int = 0
+    deliveries: int = 0
     files_read_others: int = 0
     model_errors: int = 0
     command_errors: int = 0
@@ -89,12 +90,13 @@ class RunLog:
                 st.tokens_comm += o.tokens_comm
                 st.messages_sent += o.messages_sent
                 st.messages_received += o.received
+                st.deliveries += o.deliveries
                 st.files_read_others += o.read_other
                 st.command_errors += (o.kind == "command" and not o.ok)
                 self._event(phase=phase, round=round_no, agent=i, kind=o.kind, verb=o.verb, text=o.block,
                             reply=o.reply, ok=o.ok, error=None, tokens_in=0, tokens_out=0,
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
-                            messages_sent=o.messages_sent)
+                            messages_sent=o.messages_sent, peers=o.peers)
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending = self.pending, []
@@ -128,7 +130,7 @@ class RunDriver:
         status, error = "ok", None
         await self.recorder.call("begin_run", run_id, partition)
         try:
-            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras())
+            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras(task))
             run_row, agent_rows = await self._execute(task, instance, log)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
@@ -146,8 +148,10 @@ class RunDriver:
                           sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
                           cr=run_row.get("cr"), wall_s=wall, results_dir=cfg.results_dir)
 
-    def _task_extras(self) -> dict[str, Any]:
-        return {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
+    def _task_extras(self, task: Task) -> dict[str, Any]:
+        extras = {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
+        extras.update({key: getattr(self.cfg, key) for key in task.generation_keys})
+        return extras
 
     # -- components ------------------------------------------------------------------------
     def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
@@ -164,7 +168,8 @@ class RunDriver:
 
     async def _start_components(self, instance: Instance) -> tuple[Port, AgentPoolClient]:
         cfg = self.cfg
-        env = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter)
+        env = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
+                          cfg.condition)
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
                         token_counter=cfg.execution.token_counter)
@@ -257,7 +262,11 @@ class RunDriver:
             "startup_s": startup_s,
         }
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
-        metrics.update(task.run_metrics(instance, score, usage))
+        # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
+        counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
+                  "deliveries": sum(s.deliveries for s in stats),
+                  "files_read_others": sum(s.files_read_others for s in stats)}
+        metrics.update(task.run_metrics(instance, score, {**usage, **counts}))
         agent_rows = [
             {
                 "run_id": log.run_id, **log.partition, "agent": i,

@@ -31,7 +31,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
 #: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1)"),
-    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (eq. 4)"),
+    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (MAS-Bench eq. 4; SILO S, eq. 2)"),
     "check": (pa.bool_(), "task's global check, e.g. MAS-Bench CHECK: submissions concatenate to the sorted union"),
     "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
     "rounds_phase1": (pa.int64(), "rounds executed in phase 1"),
@@ -49,6 +49,9 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "model_errors": (pa.int64(), "model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
+    "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
+    "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
+    "density": (pa.float64(), "SILO communication density D, messages delivered (SFS: reads of others' files) / N(N-1) (eq. 5)"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -84,6 +87,7 @@ AGENTS_SCHEMA = pa.schema([
     ("tokens_comm", pa.int64()),
     ("messages_sent", pa.int64()),
     ("messages_received", pa.int64()),
+    ("deliveries", pa.int64()),  # messages of this agent that reached a receiver (a broadcast: one per receiver)
     ("files_read_others", pa.int64()),
     ("model_errors", pa.int64()),
     ("command_errors", pa.int64()),
@@ -111,5 +115,6 @@ EVENTS_SCHEMA = pa.schema([
     ("latency_s", pa.float64()),
     ("attempts", pa.int64()),
     ("messages_sent", pa.int64()),
+    ("peers", pa.list_(pa.int64())),  # send: receivers; receive: senders (one per message); read_file: writer
     ("time", pa.timestamp("us", tz="UTC")),
 ])

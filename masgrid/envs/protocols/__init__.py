@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from masgrid.envs.protocols.base import AnswerParser, Protocol, agent_name
+from masgrid.envs.protocols.base import AnswerParser, Protocol, ProtocolOptions, agent_name
 from masgrid.envs.protocols.broadcast import BroadcastProtocol
 from masgrid.envs.protocols.kv import KVProtocol
 from masgrid.envs.protocols.p2p import P2PProtocol
@@ -20,12 +20,13 @@ def register_protocol(cls: type[Protocol]) -> type[Protocol]:
     return cls
 
 
-def make_protocol(name: str, n_agents: int, answer_parser: AnswerParser) -> Protocol:
+def make_protocol(name: str, n_agents: int, answer_parser: AnswerParser,
+                  options: ProtocolOptions | None = None) -> Protocol:
     try:
         cls = PROTOCOLS[name]
     except KeyError:
         raise ValueError(f"unknown protocol {name!r}; choose one of {sorted(PROTOCOLS)}") from None
-    return cls(n_agents, answer_parser)
+    return cls(n_agents, answer_parser, options)
 
 
-__all__ = ["PROTOCOLS", "AnswerParser", "Protocol", "agent_name", "make_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AnswerParser", "Protocol", "ProtocolOptions", "agent_name", "make_protocol", "register_protocol"]

@@ -11,6 +11,7 @@ import re
 from abc import ABC
 from typing import Any, Callable, ClassVar
 
+from pydantic import BaseModel, ConfigDict
 from masgrid.envs.harness import (
     MSG_MODEL_ERROR,
     MSG_NO_COMMANDS,
@@ -32,6 +33,33 @@ def agent_name(i: int) -> str:
     return f"Agent-{i}"
 
 
+MSG_SKIPPED = "not executed: {count} command(s) after {verb} (it ends your turn for this round)"
+
+
+class ProtocolOptions(BaseModel):
+    """Round semantics a task may ask for; the defaults are MAS-Bench's (appendix E/F).
+
+    SILO-Bench appendix A.5 asks for all five switches flipped (`ProtocolOptions.silo()`):
+    `wait` ends the turn, nothing sent or written in round r is visible before r + 1
+    (inboxes filled atomically at round start, SFS reads see the end-of-previous-round
+    store plus the reader's own writes), an agent that submitted leaves the round at
+    once, submissions have no protocol side effect, and broadcasts skip submitted agents.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    wait_ends_turn: bool = False
+    next_round_visibility: bool = False
+    submit_ends_turn: bool = False
+    submit_notice: bool = True
+    deliver_to_submitted: bool = True
+
+    @classmethod
+    def silo(cls) -> ProtocolOptions:
+        return cls(wait_ends_turn=True, next_round_visibility=True, submit_ends_turn=True,
+                   submit_notice=False, deliver_to_submitted=False)
+
+
 class Protocol(ABC):
     """State machine of one substrate. Not thread-safe: the environment actor serialises."""
 
@@ -41,11 +69,12 @@ class Protocol(ABC):
     #: verbs whose command text and reply count as communication tokens (appendix C).
     communication_verbs: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, n_agents: int, answer_parser: AnswerParser) -> None:
+    def __init__(self, n_agents: int, answer_parser: AnswerParser, options: ProtocolOptions | None = None) -> None:
         if n_agents < 1:
             raise ValueError("a protocol needs at least one agent")
         self.n_agents = n_agents
         self.answer_parser = answer_parser
+        self.options = options or ProtocolOptions()
         self.round = 0
         self.slots: list[Any] = [None] * n_agents
         self.reset()
@@ -59,6 +88,10 @@ class Protocol(ABC):
     def submitted(self, agent: int) -> bool:
         return self.slots[agent] is not None
 
+    def begin_round(self, round_no: int) -> None:
+        """Called once before a round's replies are applied (visibility snapshots)."""
+        self.round = round_no
+
     # -- the harness loop of Algorithm 2 (lines 6-16) ----------------------------------
     def apply_reply(self, agent: int, text: str | None, error: str | None) -> list[CommandOutcome]:
         """Outcomes of one model reply, one per user message appended to the agent's history."""
@@ -67,7 +100,21 @@ class Protocol(ABC):
         blocks = parse_fenced(text)
         if not blocks:
             return [CommandOutcome(block="", verb="", reply=MSG_NO_COMMANDS, ok=False)]
-        return [self.dispatch(agent, block) for block in blocks]
+        outcomes: list[CommandOutcome] = []
+        for pos, block in enumerate(blocks):
+            outcome = self.dispatch(agent, block)
+            outcomes.append(outcome)
+            if pos + 1 < len(blocks) and self._ends_turn(outcome):
+                # SILO A.5: the rest of the reply is skipped; the agent is told once.
+                outcomes.append(CommandOutcome(block="", verb="", ok=False, reply=MSG_SKIPPED.format(
+                    count=len(blocks) - pos - 1, verb=outcome.verb)))
+                break
+        return outcomes
+
+    def _ends_turn(self, outcome: CommandOutcome) -> bool:
+        if outcome.verb == "wait" and self.options.wait_ends_turn:
+            return True
+        return outcome.submitted is not None and self.options.submit_ends_turn
 
     def dispatch(self, agent: int, block: str) -> CommandOutcome:
         verb, args, body = split_command(block)
@@ -98,7 +145,7 @@ class Protocol(ABC):
         self.slots[agent] = value
         out.submitted = value
         recorded = f"recorded {format_answer(value)}"
-        side = self.on_submit(agent, value, out)
+        side = self.on_submit(agent, value, out) if self.options.submit_notice else ""
         return f"{recorded} | {side}" if side else recorded
 
     def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:

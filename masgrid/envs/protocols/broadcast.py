@@ -26,12 +26,15 @@ class BroadcastProtocol(MailboxProtocol):
         receivers = self._fan_out(agent, text)
         out.messages_sent = 1
         out.deliveries = len(receivers)
+        out.extra["peers"] = receivers
         if not receivers:
             return "delivered (no other agents)"
         return "delivered (" + ", ".join(agent_name(j) for j in receivers) + ")"
 
     def _fan_out(self, agent: int, text: str) -> list[int]:
-        receivers = [j for j in range(self.n_agents) if j != agent]
+        # SILO A.5: an agent that submitted receives nothing more (deliver_to_submitted off).
+        receivers = [j for j in range(self.n_agents)
+                     if j != agent and (self.options.deliver_to_submitted or not self.submitted(j))]
         for j in receivers:
             self.insert(agent, j, text)
         return receivers

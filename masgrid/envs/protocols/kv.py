@@ -1,8 +1,14 @@
-"""Shared key-value store with file-system verbs, last writer wins (MAS-Bench E.4)."""
+"""Shared key-value store with file-system verbs, last writer wins (MAS-Bench E.4).
+
+With `next_round_visibility` (SILO-Bench A.5, the SFS protocol) an agent's list/read
+see the store as it was at the end of the previous round, overlaid with that agent's
+own writes and deletes of the current round: A.4's "writes are immediately visible to
+subsequent reads" holds for the writer, while other agents see them from round r + 1.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from masgrid.envs.harness import CommandError, CommandOutcome
@@ -35,6 +41,26 @@ class KVProtocol(Protocol):
         super().reset()
         self.files: dict[str, FileRow] = {}
         self._next_id = 1
+        self._snapshot: dict[str, FileRow] = {}
+        self._own: dict[int, dict[str, FileRow | None]] = {}
+
+    def begin_round(self, round_no: int) -> None:
+        super().begin_round(round_no)
+        if self.options.next_round_visibility:
+            self._snapshot = {path: replace(row) for path, row in self.files.items()}
+            self._own = {}
+
+    def visible_files(self, agent: int) -> dict[str, FileRow]:
+        """The store as `agent` sees it now (see the module docstring)."""
+        if not self.options.next_round_visibility:
+            return self.files
+        view = dict(self._snapshot)
+        for path, row in self._own.get(agent, {}).items():
+            if row is None:
+                view.pop(path, None)
+            else:
+                view[path] = row
+        return view
 
     def upsert(self, path: str, content: str, writer: int) -> FileRow:
         row = self.files.get(path)
@@ -44,11 +70,14 @@ class KVProtocol(Protocol):
             self.files[path] = row
         else:
             row.content, row.writer, row.updated = content, writer, self.round
+        if self.options.next_round_visibility:
+            self._own.setdefault(writer, {})[path] = replace(row)
         return row
 
     def _list(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         prefix = args.strip()
-        rows = sorted((r for r in self.files.values() if r.path.startswith(prefix)), key=lambda r: r.id)
+        files = self.visible_files(agent)
+        rows = sorted((r for r in files.values() if r.path.startswith(prefix)), key=lambda r: r.id)
         if not rows:
             return f"no files with prefix {prefix!r}" if prefix else "no files"
         return "\n".join(
@@ -59,10 +88,11 @@ class KVProtocol(Protocol):
         path = args.strip()
         if not path:
             raise CommandError("usage: read_file <key>")
-        row = self.files.get(path)
+        row = self.visible_files(agent).get(path)
         if row is None:
             raise CommandError(f"no such file: {path}")
         out.extra["read_other"] = row.writer != agent
+        out.extra["peers"] = [row.writer] if row.writer != agent else []
         return f"content={row.content}"
 
     def _write(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
@@ -76,9 +106,10 @@ class KVProtocol(Protocol):
 
     def _delete(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         path = args.strip()
-        if path not in self.files:
+        if path not in self.visible_files(agent):
             raise CommandError(f"no such file: {path}")
-        del self.files[path]
+        self.files.pop(path, None)
+        self._own.setdefault(agent, {})[path] = None
         return f"removed {path}"
 
     def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:

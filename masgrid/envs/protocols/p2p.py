@@ -30,4 +30,5 @@ class P2PProtocol(MailboxProtocol):
         self.insert(agent, target, text)
         out.messages_sent = 1
         out.deliveries = 1
+        out.extra["peers"] = [target]
         return f"delivered to {agent_name(target)}"

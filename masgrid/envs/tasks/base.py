@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from masgrid.envs.policies import ScriptedPolicy
+    from masgrid.envs.protocols.base import ProtocolOptions
 
 
 class Instance(BaseModel):
@@ -60,6 +61,11 @@ class Task(ABC):
     protocols: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...] | None] = None
     conditions: ClassVar[tuple[str, ...]] = ("base",)
+    #: run-config keys, beyond agents/k/mode/seed, that `generate` receives as keywords
+    #: (e.g. SILO's "condition", whose oracle-<N> values change the instance).
+    generation_keys: ClassVar[tuple[str, ...]] = ()
+    #: `k` when the run config leaves it unset (k=null), e.g. SILO's per-task workload.
+    default_k: ClassVar[int] = 5
 
     # -- generation ------------------------------------------------------------------------
     @abstractmethod
@@ -89,6 +95,14 @@ class Task(ABC):
     # -- a run's structure -----------------------------------------------------------------
     def phases(self, condition: str) -> int:
         return 1
+
+    def protocol_options(self, protocol: str, condition: str) -> ProtocolOptions | None:
+        """Round semantics this task wants from the protocol; None keeps MAS-Bench's."""
+        return None
+
+    def round_notice(self, protocol: str, condition: str) -> str | None:
+        """A harness message appended to every still-active agent's input each round."""
+        return None
 
     @abstractmethod
     def build_prompt(self, view: AgentView, protocol: str, condition: str) -> str:

@@ -27,6 +27,7 @@ class MasBenchTask(Task):
     protocols = ("broadcast", "p2p", "kv")
     modes = MODES
     conditions = tuple(CONDITIONS)
+    default_k = 10  # the largest K of the paper's grid (K in {1, 5, 10})
     prompt_key: ClassVar[str]
 
     def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:

@@ -1,0 +1,223 @@
+"""SILO-Bench failure analysis (section 5.2, appendix G) from the events table.
+
+Rule-based labels per failed run (a successful run carries none):
+- Premature Submission: some agent submitted before its information set covered
+  `spec.required_peers` (the task's minimum set of peers whose data it needs);
+- Consensus Failure: more than one distinct submitted answer (Levels I and III, where
+  all agents must give the same answer; not applicable to Level II, whose agents answer
+  for different segments);
+- Computation Error: some agent whose information set did cover its required peers
+  submitted a wrong answer.
+
+Information sets follow the recorded transfers (event column `peers`): a received
+message or a read of another agent's file from peer j adds j's information set as of the
+end of the previous round (transitive, so an agent told the result by a collector counts
+as informed by everyone the collector heard from); `transitive=False` counts direct
+senders only. This is an upper bound on what the sender had put in the message.
+
+Also: the sender x receiver communication matrix (Figure 7) and its PNG, leader
+emergence (an agent receiving more than 1.5x the mean, Table 17), the co-occurrence
+table (Table 15) and the behaviour comparison of successful and failed runs (Table 16).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from masgrid.analysis.silo_common import level_of, silo_runs
+
+MODES = ("premature", "consensus", "computation")
+MODE_NAMES = {"premature": "Premature Submission", "consensus": "Consensus Failure",
+              "computation": "Computation Error"}
+SEND_VERBS = {"send_message", "broadcast_message"}
+RECEIVE_VERBS = {"receive_messages", "read_file"}
+LEADER_FACTOR = 1.5
+VERIFY = re.compile(r"\b(verif\w*|double[- ]?check\w*|cross[- ]?check\w*|confirm\w*|sanity[- ]check\w*)", re.I)
+STRATEGY = re.compile(r"\b(plan|plans|planning|strategy|strateg\w*|coordinat\w*|propose\w*|leader|aggregator|"
+                      r"collector)\b", re.I)
+
+
+def _peers(value: Any) -> list[int]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    return [int(v) for v in value]
+
+
+def _ordered(events: pd.DataFrame) -> pd.DataFrame:
+    return events.sort_values(["phase", "seq"]) if "phase" in events.columns else events.sort_values("seq")
+
+
+def information_at_submission(events: pd.DataFrame, n: int, transitive: bool = True) -> dict[int, set[int]]:
+    """Agent -> the agents whose information it had when it submitted (successful submits only)."""
+    know = [{i} for i in range(n)]
+    at_submit: dict[int, set[int]] = {}
+    commands = _ordered(events[events["kind"] == "command"])
+    for _, rows in commands.groupby(["phase", "round"], sort=True):
+        before = [set(k) for k in know]  # the end of the previous round
+        for row in rows.itertuples(index=False):
+            agent = int(row.agent)
+            if row.verb in RECEIVE_VERBS and row.ok:
+                for j in _peers(row.peers):
+                    know[agent] |= before[j] if transitive else {j}
+            elif row.verb == "submit_result" and row.ok and agent not in at_submit:
+                at_submit[agent] = set(know[agent])
+    return at_submit
+
+
+def comm_matrix(events: pd.DataFrame, n: int) -> np.ndarray:
+    """M[s, r] = messages from s that reached r (P2P/BP sends; SFS: r read a file s wrote)."""
+    m = np.zeros((n, n), dtype=np.int64)
+    cmds = events[(events["kind"] == "command") & (events["ok"] == True)]  # noqa: E712
+    for row in cmds.itertuples(index=False):
+        if row.verb in SEND_VERBS:
+            for r in _peers(row.peers):
+                m[int(row.agent), r] += 1
+        elif row.verb == "read_file":
+            for s in _peers(row.peers):
+                m[s, int(row.agent)] += 1
+    return m
+
+
+def leaders(matrix: np.ndarray, factor: float = LEADER_FACTOR) -> list[int]:
+    """Agents receiving more than `factor` x the mean number of messages received."""
+    received = matrix.sum(axis=0)
+    mean = received.mean() if len(received) else 0.0
+    return [int(i) for i in np.flatnonzero(received > factor * mean)] if mean > 0 else []
+
+
+def _required(run: pd.Series) -> list[set[int]]:
+    """spec.required_peers of every agent, on the run's regenerated instance."""
+    from masgrid.envs.tasks import get_task
+
+    task = get_task(run["task"])
+    mode = run["mode"] if isinstance(run.get("mode"), str) else None
+    inst = task.generate(int(run["agents"]), int(run["k"]), mode, int(run["seed"]), condition=run["condition"])
+    data = task.data_of(inst)
+    n = int(run["agents"])
+    return [set(task.spec.required_peers(i, n, data)) for i in range(n)]
+
+
+def label_runs(runs: pd.DataFrame, agents: pd.DataFrame, events: pd.DataFrame,
+               transitive: bool = True) -> pd.DataFrame:
+    """One row per multi-agent SILO run: success, the three failure labels, leaders."""
+    runs = silo_runs(runs)
+    runs = runs[runs["oracle_n"].isna()]
+    by_run_events = dict(tuple(events.groupby("run_id"))) if not events.empty else {}
+    by_run_agents = dict(tuple(agents.groupby("run_id"))) if not agents.empty else {}
+    rows = []
+    for _, run in runs.iterrows():
+        n = int(run["agents"])
+        ev = by_run_events.get(run["run_id"], events.iloc[0:0])
+        ag = by_run_agents.get(run["run_id"], agents.iloc[0:0]).sort_values("agent")
+        info = information_at_submission(ev, n, transitive) if not ev.empty else {}
+        required = _required(run)
+        complete = {i: required[i] | {i} <= s for i, s in info.items()}
+        answers = [a for a in ag["submission"].tolist() if a is not None]
+        wrong = {int(a.agent) for a in ag.itertuples() if a.submission is not None and not a.correct}
+        failed = not bool(run["success"])
+        matrix = comm_matrix(ev, n) if not ev.empty else np.zeros((n, n), dtype=np.int64)
+        lead = leaders(matrix)
+        rows.append({
+            "run_id": run["run_id"], "task": run["task"], "level": int(run["level"]), "protocol": run["protocol"],
+            "agents": n, "model": run.get("model"), "condition": run["condition"], "success": not failed,
+            "sr": float(run["sr"]), "rounds": run["rounds"],
+            "premature": failed and any(not ok for ok in complete.values()),
+            "consensus": failed and int(run["level"]) != 2 and len({_canon(a) for a in answers}) > 1,
+            "computation": failed and any(complete.get(i, False) for i in wrong),
+            "premature_agents": sum(not ok for ok in complete.values()),
+            "distinct_answers": len({_canon(a) for a in answers}),
+            "leader": bool(lead), "leaders": lead,
+            "messages_per_agent": float(matrix.sum()) / n,
+        })
+    return pd.DataFrame(rows)
+
+
+def _canon(answer_json: str) -> str:
+    return json.dumps(json.loads(answer_json), sort_keys=True)
+
+
+def failure_distribution(labels: pd.DataFrame) -> pd.DataFrame:
+    """Table 4: runs that succeeded and runs with each (non-exclusive) failure mode."""
+    total = len(labels)
+    counts = {"Success": int(labels["success"].sum())} | {MODE_NAMES[m]: int(labels[m].sum()) for m in MODES}
+    return pd.DataFrame({"count": counts, "percent": {k: 100.0 * v / total if total else np.nan
+                                                      for k, v in counts.items()}})
+
+
+def cooccurrence(labels: pd.DataFrame) -> pd.DataFrame:
+    """Table 15: diagonal = runs with the mode, off-diagonal = runs with both (upper triangle)."""
+    names = [MODE_NAMES[m] for m in MODES]
+    table = pd.DataFrame(index=names, columns=names, dtype="Int64")
+    for a_pos, a in enumerate(MODES):
+        for b_pos, b in enumerate(MODES):
+            if b_pos >= a_pos:
+                table.iloc[a_pos, b_pos] = int((labels[a] & labels[b]).sum())
+    return table
+
+
+def leader_table(labels: pd.DataFrame) -> pd.DataFrame:
+    """Table 17: per level, the share of runs with an emergent leader and the SR (%) with/without."""
+    rows = {}
+    for level, group in labels.groupby("level"):
+        with_leader, without = group[group["leader"]], group[~group["leader"]]
+        rows[_roman(int(level))] = {
+            "leader_rate": 100.0 * len(with_leader) / len(group),
+            "sr_with_leader": 100.0 * with_leader["sr"].mean() if len(with_leader) else np.nan,
+            "sr_without_leader": 100.0 * without["sr"].mean() if len(without) else np.nan,
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def behaviour_table(labels: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Table 16: successful vs failed runs. Verification and strategy discussion are keyword
+    rules over the agents' model outputs (a run counts if any output matches)."""
+    texts = events[events["kind"] == "model_call"].groupby("run_id")["text"].apply(
+        lambda s: "\n".join(t for t in s if isinstance(t, str)))
+    table = {}
+    for name, group in (("Success", labels[labels["success"]]), ("Failed", labels[~labels["success"]])):
+        run_text = texts.reindex(group["run_id"]).fillna("")
+        table[name] = {
+            "verification_rate": 100.0 * run_text.map(lambda t: bool(VERIFY.search(t))).mean() if len(group) else np.nan,
+            "strategy_discussion_rate": 100.0 * run_text.map(lambda t: bool(STRATEGY.search(t))).mean()
+            if len(group) else np.nan,
+            "messages_per_agent": group["messages_per_agent"].mean(),
+            "rounds_to_completion": group["rounds"].mean(),
+            "runs": len(group),
+        }
+    return pd.DataFrame(table)
+
+
+def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, title: str | None = None) -> Path:
+    """Figure 7: the sender x receiver message counts of one run as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matrix = comm_matrix(events[events["run_id"] == run_id], n)
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    image = ax.imshow(matrix, cmap="viridis", origin="upper")
+    ax.set_xlabel("receiver")
+    ax.set_ylabel("sender")
+    ax.set_title(title or f"run {run_id}")
+    fig.colorbar(image, ax=ax, label="messages")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _roman(level: int) -> str:
+    return {1: "I", 2: "II", 3: "III"}[level]
+
+
+__all__ = ["behaviour_table", "comm_matrix", "cooccurrence", "failure_distribution", "heatmap_png",
+           "information_at_submission", "label_runs", "leader_table", "leaders", "level_of"]
