@@ -31,13 +31,15 @@ def test_run_id_is_identity_not_placement():
     assert a.run_id == b.run_id == d.run_id != c.run_id
 
 
-def test_cli_rejects_bad_config_before_ray_starts(capsys):
-    import ray
+def test_cli_rejects_bad_config_before_ray_starts():
+    import subprocess
+    import sys
 
-    assert main(["run", "agents=0", "protocol=semaphore"]) == 2
-    err = capsys.readouterr().err
-    assert "agents:" in err and "invalid configuration" in err
-    assert not ray.is_initialized()
+    out = subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "run", "agents=0", "protocol=semaphore"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "invalid configuration" in out.stderr and "agents:" in out.stderr and "protocol:" in out.stderr
+    assert "Ray instance" not in out.stdout + out.stderr  # failed before any Ray start-up
 
 
 def test_cli_rejects_unknown_hydra_key(capsys):
