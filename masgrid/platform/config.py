@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from masgrid.actors.backends import BackendSettings
 from masgrid.envs.protocols import PROTOCOLS
@@ -51,14 +51,22 @@ class RunConfig(BaseModel):
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
 
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: str) -> str:
+        if value not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {value!r}; choose one of {sorted(PROTOCOLS)}")
+        return value
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        get_task(value)  # raises ValueError naming the known tasks
+        return value
+
     @model_validator(mode="after")
     def _check_against_task(self) -> RunConfig:
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol: unknown protocol {self.protocol!r}; choose one of {sorted(PROTOCOLS)}")
-        try:
-            task = get_task(self.task)
-        except ValueError as exc:
-            raise ValueError(f"task: {exc}") from None
+        task = get_task(self.task)
         if self.k is None:
             self.k = task.default_k
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)

@@ -84,7 +84,7 @@ def test_config_validation_names_the_field(results: Path) -> None:
         config(results, task="silo/I-01", condition="camoc")
     cfg = config(results, task="silo/I-01", agents=2, mode="random")
     assert cfg.k == SILO_SPECS["I-01"].default_k
-    assert config(results, task="sorting").k == 5  # MAS-Bench default unchanged
+    assert config(results, task="sorting").k == 10  # MAS-Bench default: the paper's largest K
 
 
 def test_runs_on_ray(ray_session, tmp_path: Path) -> None:
