@@ -40,12 +40,17 @@ class EnvironmentHost:
         self.count = get_counter(token_counter)
         self.protocol = make_protocol(protocol, instance.n_agents,
                                       lambda agent, raw: task.parse_answer(instance, agent, raw))
+        self.protocol.attach(instance)
 
     def ready(self) -> bool:
         return True
 
     def reset(self) -> None:
         self.protocol.reset()
+
+    def opening(self) -> dict[int, list[str]]:
+        """The protocol's first user message per agent (empty for command-block substrates)."""
+        return self.protocol.opening()
 
     def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
         self.protocol.round = round_no
@@ -62,6 +67,13 @@ class EnvironmentHost:
                     received=int(o.extra.get("received", 0)),
                 ))
             out[agent] = records
+        # Synchronous delivery (LOCAL): what the round sent reaches each agent as one
+        # "delivery" record; substrates without an end-of-round step add nothing.
+        for agent, texts in self.protocol.end_round().items():
+            out.setdefault(agent, []).extend(
+                OutcomeRecord(agent=agent, kind="delivery", verb="deliver", block="", reply=text, ok=True,
+                              communication=False, tokens_comm=0, messages_sent=0, deliveries=0)
+                for text in texts)
         return out
 
     def submissions(self) -> list[Any]:

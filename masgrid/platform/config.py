@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from masgrid.actors.backends import BackendSettings
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import get_task
+from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
 _MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
@@ -49,6 +50,7 @@ class RunConfig(BaseModel):
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model (AgentsNet)")
+    agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
 
     @model_validator(mode="after")
@@ -75,6 +77,8 @@ class RunConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         """What determines a run's result: everything but where and how it executes."""
         data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model"})
+        if get_task(self.task).family != "agentsnet":  # other families' identities stay unchanged
+            data.pop("agentsnet")
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
         return data
 

@@ -90,6 +90,10 @@ class Task(ABC):
     def phases(self, condition: str) -> int:
         return 1
 
+    def round_limit(self, instance: Instance, max_rounds: int) -> int:
+        """Rounds the scheduler may run per phase; tasks with their own budget override."""
+        return max_rounds
+
     @abstractmethod
     def build_prompt(self, view: AgentView, protocol: str, condition: str) -> str:
         """The agent's system message; structurally identical across agents."""
