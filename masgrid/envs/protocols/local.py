@@ -72,11 +72,11 @@ def parse_messages(text: str | None, neighbors: list[str]) -> dict[str, str]:
 
 
 def parse_final_answer(text: str | None, options: list[str]) -> str:
-    """The option right after the final-answer marker; longest option first, so 'Group 10'
-    is not read as 'Group 1' (the reference tries options in list order)."""
+    """The option right after the final-answer marker, as a whole word: 'Group 12' is not
+    read as 'Group 1' (the reference tries options in list order, without a boundary)."""
     if text:
         ordered = sorted(options, key=len, reverse=True)
-        pattern = re.escape(FINAL_MARKER) + r"\s*(" + "|".join(re.escape(o) for o in ordered) + ")"
+        pattern = re.escape(FINAL_MARKER) + r"\s*(" + "|".join(re.escape(o) for o in ordered) + r")(?![\w-])"
         found = re.search(pattern, text)
         if found:
             return found.group(1)
