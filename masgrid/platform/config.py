@@ -62,6 +62,9 @@ class RunConfig(BaseModel):
         except ValueError as exc:
             raise ValueError(f"task: {exc}") from None
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
+        for key in task.required_keys:
+            if getattr(self, key, None) is None:
+                raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         return self

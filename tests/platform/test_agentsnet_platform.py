@@ -59,6 +59,10 @@ def test_agentsnet_block_does_not_change_other_run_ids(tmp_path: Path) -> None:
         _cfg(tmp_path, agentsnet={"byzantine": "sometimes"})
     with pytest.raises(ConfigError, match="protocol"):
         _cfg(tmp_path, protocol="p2p")
+    with pytest.raises(ConfigError, match="graph"):
+        _cfg(tmp_path, graph=None)
+    with pytest.raises(ConfigError, match="agents"):
+        _cfg(tmp_path, agents=3)
 
 
 @pytest.mark.parametrize("preset", ["agentsnet", "agentsnet_scaling", "agentsnet_byzantine", "agentsnet_prompts"])

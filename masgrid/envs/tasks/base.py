@@ -60,6 +60,8 @@ class Task(ABC):
     protocols: ClassVar[tuple[str, ...]] = ()
     modes: ClassVar[tuple[str, ...] | None] = None
     conditions: ClassVar[tuple[str, ...]] = ("base",)
+    #: family config keys (RunConfig fields) that must be set, e.g. ("graph",) for AgentsNet
+    required_keys: ClassVar[tuple[str, ...]] = ()
 
     # -- generation ------------------------------------------------------------------------
     @abstractmethod

@@ -88,3 +88,18 @@ def test_synchronous_delivery_silent_neighbours_and_final_prompt() -> None:
     assert out[0].submitted == "Yes" and proto.slots[0] == "Yes"
     assert proto.apply_reply(1, "Yes", None)[0].ok is False and proto.slots[1] is None
     assert proto.end_round() == {}
+
+
+def test_chain_of_thought_switch() -> None:
+    task = get_task("agentsnet/consensus")
+    prompts = {}
+    for cot in (True, False):
+        inst = task.generate(4, 1, None, 0, graph="ws", rounds=1, cot=cot)
+        proto = LocalProtocol(4, lambda a, raw: raw)
+        proto.attach(inst)
+        proto.round = 1
+        for i in range(4):
+            proto.apply_reply(i, "{}", None)
+        prompts[cot] = proto.opening()[0][0] + proto.end_round()[0][0]
+    assert prompts[True].count("reason step by step") == 2
+    assert "step by step" not in prompts[False] and "### Final Answer ###" in prompts[False]

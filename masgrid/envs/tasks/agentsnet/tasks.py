@@ -22,7 +22,7 @@ from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.protocols.local import FINAL_MARKER, parse_final_answer
 from masgrid.envs.tasks import register_task
 from masgrid.envs.tasks.agentsnet import scoring
-from masgrid.envs.tasks.agentsnet.graphs import GRAPH_MODELS, AgentGraph, generate_graph, graph_rng
+from masgrid.envs.tasks.agentsnet.graphs import GRAPH_MODELS, MIN_AGENTS, AgentGraph, generate_graph, graph_rng
 from masgrid.envs.tasks.agentsnet.prompts import build_system_prompt, final_question, variants
 from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 
@@ -51,8 +51,14 @@ class AgentsNetTask(Task):
     protocols = ("local",)
     modes = None
     conditions = tuple(variants())
+    required_keys = ("graph",)
     problem: ClassVar[str]
     is_global: ClassVar[bool] = False
+
+    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
+        super().validate_params(agents, k, mode, protocol, condition)
+        if agents < MIN_AGENTS:
+            raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
 
     # -- generation ----------------------------------------------------------------------------
     def generate(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
