@@ -14,7 +14,8 @@ a round is read back from the delivery text the protocol writes.
   neighbour and no neighbour has joined; the complement of a maximal independent set is a
   minimal vertex cover; agents undecided at the end say "Yes" (keeps the cover valid);
 - matching: randomized proposals: a free agent either proposes to a random free neighbour
-  (then waits a round for the answer) or accepts one proposal it received;
+  (then waits a round for the answer) or accepts one proposal it received; two agents
+  that propose to each other in the same round are matched;
 - leader election: flood the lexicographically smallest name; the agent whose own name
   survives says "Yes";
 - consensus: every agent draws a random bit and keeps the minimum it has seen.
@@ -169,7 +170,9 @@ class RandomMatching(LocalPolicy):
             return
         if self.proposed_to is not None:
             if self.call == self.proposed_at + 1:
-                return  # the neighbour reads the proposal now; its answer arrives next call
+                if inbox.get(self.proposed_to, {}).get("prop"):  # we proposed to each other
+                    self.partner, self.proposed_to = self.proposed_to, None
+                return  # otherwise the neighbour reads the proposal now; its answer comes next call
             if inbox.get(self.proposed_to, {}).get("acc"):
                 self.partner = self.proposed_to
             self.proposed_to = None
