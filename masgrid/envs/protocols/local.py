@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from string import Template
 from typing import Any, Callable, ClassVar
 
@@ -39,8 +40,14 @@ EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"
 _DECODER = json.JSONDecoder()
 
 
-def local_prompts() -> dict[str, str]:
+@lru_cache(maxsize=1)
+def _prompt_file() -> dict[str, str]:
     return yaml.safe_load(read_text("prompts/agentsnet/protocol.yaml"))
+
+
+def local_prompts() -> dict[str, str]:
+    """The protocol's user-message templates (parsed once per process)."""
+    return dict(_prompt_file())
 
 
 class MessageFormatError(ValueError):
