@@ -194,3 +194,42 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
+    """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
+    runs = load_runs(results_dir)
+    if runs.empty:
+        raise ValueError(f"no completed AgentsNet runs under {results_dir}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plain = runs[(runs["byzantine_setting"] == "none") & (runs["condition"] == "base")]
+    parts = ["# AgentsNet report", f"{len(runs)} completed runs from `{results_dir}`."]
+    if not plain.empty:
+        parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
+                  "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
+                  "## Tables 9/10: fraction solved by graph size", table_by_size(plain).to_markdown(),
+                  "## Table 11: tokens per instance", table_tokens(plain).round(0).to_markdown()]
+        figure_task_contributions(plain, out / "agentsnet_fig4.png")
+        figure_scaling(plain, out / "agentsnet_fig5.png")
+        parts += ["![Figure 4](agentsnet_fig4.png)", "![Figure 5](agentsnet_fig5.png)"]
+    if runs["byzantine_setting"].isin(["aware", "unaware"]).any():
+        parts += ["## Tables 5/6: Byzantine agents (honest agents scored)", table_byzantine(runs).to_markdown()]
+    if runs["condition"].nunique() > 1:
+        clean = runs[runs["byzantine_setting"] == "none"]
+        parts += ["## Tables 7/8: prompt variants", table_prompt_variants(clean).to_markdown()]
+    path = out / "agentsnet_report.md"
+    path.write_text("\n\n".join(parts) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
+    parser.add_argument("results_dir")
+    parser.add_argument("--out", default="agentsnet_report")
+    args = parser.parse_args()
+    print(write_report(args.results_dir, args.out))

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from masgrid.analysis.agentsnet import write_report
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.prompts import variants
 from masgrid.envs.tasks.agentsnet.simulate import run_scripted
@@ -38,6 +39,8 @@ def test_driver_matches_simulator_and_records_budget(tmp_path: Path) -> None:
     assert run["message_rounds"] == 5 and run["rounds"] == 6 and run["model_calls"] == 8 * 6
     assert run["success"] == sim.score.success and run["soft_score"] == pytest.approx(sim.score.metrics["soft_score"])
     assert run["byzantine_setting"] == "none" and run["fallbacks"] == 0
+    report = write_report(tmp_path, tmp_path / "report").read_text()
+    assert "Table 2" in report and "Matching" in report and (tmp_path / "report" / "agentsnet_fig4.png").is_file()
 
 
 def test_rounds_override_and_byzantine_through_config(tmp_path: Path) -> None:
