@@ -198,6 +198,11 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
 
 # -- command line ---------------------------------------------------------------------------------
 
+def _flat(table: pd.DataFrame) -> pd.DataFrame:
+    """(size, tokens_in) column pairs as "size tokens_in" for Markdown."""
+    return table.set_axis([f"{a} {b.removeprefix('tokens_')}" for a, b in table.columns], axis=1)
+
+
 def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
     """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
     runs = load_runs(results_dir)
@@ -211,7 +216,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
         parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
                   "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
                   "## Tables 9/10: fraction solved by graph size", table_by_size(plain).to_markdown(),
-                  "## Table 11: tokens per instance", table_tokens(plain).round(0).to_markdown()]
+                  "## Table 11: tokens per instance", _flat(table_tokens(plain).round(0)).to_markdown()]
         figure_task_contributions(plain, out / "agentsnet_fig4.png")
         figure_scaling(plain, out / "agentsnet_fig5.png")
         parts += ["![Figure 4](agentsnet_fig4.png)", "![Figure 5](agentsnet_fig5.png)"]
