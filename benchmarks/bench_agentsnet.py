@@ -8,7 +8,7 @@ Reported per run: calls per agent (T + 1), wall time (including actor start-up f
 steady-state time per round (median gap between the last events of consecutive rounds;
 the model answers instantly, so this is pure harness cost: Ray calls, protocol, delivery,
 event records), events recorded, and peak RSS above the start (`local`/`sim`: this
-process; `ray`: all Ray processes). With `ray`, agents are packed max(25, n/4) per
+process; `ray`: this process and the Ray processes it started). With `ray`, agents are packed max(25, n/4) per
 AgentHost actor so a 1000-agent run starts 4 host actors, not 40.
 
     python benchmarks/bench_agentsnet.py --sizes 100 1000 --out benchmarks/results/agentsnet.md \
@@ -33,15 +33,16 @@ from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import ensure_ray, run_local, run_one
 
 
-def rss_mb(ray_only: bool) -> float:
-    if not ray_only:
-        return psutil.Process().memory_info().rss / 2**20
+def rss_mb(with_children: bool) -> float:
+    """RSS of this process, plus (Ray) every descendant: the GCS, raylet and the worker
+    processes of the cluster this script started. Other users' Ray clusters on a shared
+    machine are not descendants, so they are not counted."""
+    me = psutil.Process()
+    procs = [me, *me.children(recursive=True)] if with_children else [me]
     total = 0
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in procs:
         try:
-            cmd = " ".join(proc.info["cmdline"] or [])
-            if "ray::" in cmd or "raylet" in cmd or "gcs_server" in cmd or "default_worker" in cmd:
-                total += proc.memory_info().rss
+            total += proc.memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return total / 2**20
@@ -50,16 +51,16 @@ def rss_mb(ray_only: bool) -> float:
 class Peak:
     """Samples RSS every 50 ms while the block runs."""
 
-    def __init__(self, ray_only: bool) -> None:
-        self.ray_only = ray_only
-        self.base = rss_mb(ray_only)
+    def __init__(self, with_children: bool) -> None:
+        self.with_children = with_children
+        self.base = rss_mb(with_children)
         self.peak = self.base
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, rss_mb(self.ray_only))
+            self.peak = max(self.peak, rss_mb(self.with_children))
             time.sleep(0.05)
 
     def __enter__(self) -> Peak:
