@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.protocols.local import FINAL_MARKER, parse_final_answer
@@ -100,8 +100,14 @@ class AgentsNetTask(Task):
         rng = graph_rng(f"byzantine:{g.model}", g.n, seed)
         return {int(i) for i in rng.choice(g.n, size=f, replace=False)}
 
+    #: the same valid final answers for every agent (None: depends on the agent)
+    options: ClassVar[tuple[str, ...] | None] = None
+    #: soft score and success on the (honest) graph
+    scorer: ClassVar[Callable[[scoring.ScoredGraph], scoring.TaskScore]]
+
     def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
-        raise NotImplementedError
+        assert self.options is not None, f"{self.name} must define options or valid_answers"
+        return list(self.options)
 
     def round_limit(self, instance: Instance, max_rounds: int) -> int:
         """T message rounds plus the final-answer call; `max_rounds` does not apply."""
@@ -145,7 +151,7 @@ class AgentsNetTask(Task):
                               "submitted": sum(a is not None for a in answers)})
 
     def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
-        raise NotImplementedError
+        return type(self).scorer(graph)
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         p, m = instance.params, instance.meta
@@ -172,27 +178,21 @@ class Coloring(AgentsNetTask):
 
 
 @register_task
-class VertexCover(AgentsNetTask):
-    name = "agentsnet/vertex_cover"
-    problem = "vertex_cover"
-
-    def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
-        return [scoring.YES, scoring.NO]
-
-    def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
-        return scoring.vertex_cover_score(graph)
-
-
-@register_task
 class Matching(AgentsNetTask):
     name = "agentsnet/matching"
     problem = "matching"
+    scorer = staticmethod(scoring.matching_score)
 
     def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
         return [*neighbors, scoring.NONE]
 
-    def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
-        return scoring.matching_score(graph)
+
+@register_task
+class VertexCover(AgentsNetTask):
+    name = "agentsnet/vertex_cover"
+    problem = "vertex_cover"
+    options = (scoring.YES, scoring.NO)
+    scorer = staticmethod(scoring.vertex_cover_score)
 
 
 @register_task
@@ -200,12 +200,8 @@ class LeaderElection(AgentsNetTask):
     name = "agentsnet/leader_election"
     problem = "leader_election"
     is_global = True
-
-    def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
-        return [scoring.YES, scoring.NO]
-
-    def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
-        return scoring.leader_election_score(graph)
+    options = (scoring.YES, scoring.NO)
+    scorer = staticmethod(scoring.leader_election_score)
 
 
 @register_task
@@ -213,9 +209,5 @@ class Consensus(AgentsNetTask):
     name = "agentsnet/consensus"
     problem = "consensus"
     is_global = True
-
-    def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
-        return ["0", "1"]
-
-    def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
-        return scoring.consensus_score(graph)
+    options = ("0", "1")
+    scorer = staticmethod(scoring.consensus_score)
