@@ -11,7 +11,7 @@ import pandas as pd
 from masgrid.envs.tasks import get_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_many
-from loopback_chat import LoopbackChat
+from tests.envs.protocols.loopback_chat import LoopbackChat
 
 SEED = 5
 
