@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from masgrid.actors.backends import BackendSettings, ChatBackend, Completion, Message, make_backend
+from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter
 
@@ -38,6 +39,7 @@ class AgentHost:
         self.histories: dict[int, list[Message]] = {}
         self.backends: dict[int, ChatBackend] = {}
         self._shared: dict[str, Any] = {}
+        self.validators: dict[int, Any] = {}
         self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
 
     def ready(self) -> bool:
@@ -51,17 +53,40 @@ class AgentHost:
                             self.spec.seed * 100_003 + i, self._shared)
             for i, s in setups.items()
         }
+        protocol = PROTOCOLS.get(self.spec.protocol)
+        self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()} if protocol else {}
 
-    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]:
-        """Append each agent's pending observations, then generate for all of them at once."""
+    async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
+        """Append each agent's pending observations, then generate for all of them at once.
+
+        With `expect` (the reply kind the protocol wants, e.g. "messages"), a reply that
+        fails the protocol's validator gets one retry: the invalid reply and the
+        validator's message join the history and the model is called again.
+        """
         for i, obs in observations.items():
             self.histories[i].extend({"role": "user", "content": o} for o in obs)
         ids = list(observations)
-        results = await asyncio.gather(*(self._complete(i) for i in ids))
+        results = await asyncio.gather(*(self._validated(i, expect) for i in ids))
         for i, completion in zip(ids, results):
             # A failed call still leaves an (empty) assistant turn, as in Algorithm 2 line 5.
             self.histories[i].append({"role": "assistant", "content": completion.text or ""})
         return dict(zip(ids, results))
+
+    async def _validated(self, i: int, expect: str | None) -> Completion:
+        first = await self._complete(i)
+        check = self.validators.get(i) if expect is not None else None
+        if check is None or first.error is not None:
+            return first
+        problem = check(expect, first.text)
+        if problem is None:
+            return first.model_copy(update={"validation": "ok"})
+        self.histories[i].append({"role": "assistant", "content": first.text or ""})
+        self.histories[i].append({"role": "user", "content": problem})
+        second = await self._complete(i)
+        again = check(expect, second.text) if second.error is None else second.error
+        return second.model_copy(update={
+            "validation": "failed" if again else "retried", "invalid_reason": again,
+            "retry_of": first.model_copy(update={"validation": "invalid", "invalid_reason": problem})})
 
     async def _complete(self, i: int) -> Completion:
         async with self._limit:

@@ -44,12 +44,17 @@ class EnvironmentHost:
                                       lambda agent, raw: task.parse_answer(instance, agent, raw),
                                       task.protocol_options(protocol, condition))
         self.notice = task.round_notice(protocol, condition)
+        self.protocol.attach(instance)
 
     def ready(self) -> bool:
         return True
 
     def reset(self) -> None:
         self.protocol.reset()
+
+    def opening(self) -> dict[int, list[str]]:
+        """The protocol's first user message per agent (empty for command-block substrates)."""
+        return self.protocol.opening()
 
     def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
         self.protocol.begin_round(round_no)
@@ -72,6 +77,13 @@ class EnvironmentHost:
                     records.append(OutcomeRecord(agent=agent, kind="harness", verb="", block="", reply=self.notice,
                                                  ok=True, communication=False, tokens_comm=0, messages_sent=0,
                                                  deliveries=0))
+        # Synchronous delivery (LOCAL): what the round sent reaches each agent as one
+        # "delivery" record; substrates without an end-of-round step add nothing.
+        for agent, texts in self.protocol.end_round().items():
+            out.setdefault(agent, []).extend(
+                OutcomeRecord(agent=agent, kind="delivery", verb="deliver", block="", reply=text, ok=True,
+                              communication=False, tokens_comm=0, messages_sent=0, deliveries=0)
+                for text in texts)
         return out
 
     def submissions(self) -> list[Any]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from masgrid.actors.backends import BackendSettings
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import get_task
+from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
 _MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
@@ -49,6 +50,7 @@ class RunConfig(BaseModel):
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model (AgentsNet)")
+    agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
 
     @field_validator("protocol")
@@ -70,6 +72,9 @@ class RunConfig(BaseModel):
         if self.k is None:
             self.k = task.default_k
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
+        for key in task.required_keys:
+            if getattr(self, key, None) is None:
+                raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         return self
@@ -85,6 +90,8 @@ class RunConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         """What determines a run's result: everything but where and how it executes."""
         data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model"})
+        if get_task(self.task).family != "agentsnet":  # other families' identities stay unchanged
+            data.pop("agentsnet")
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
         return data
 

@@ -52,6 +52,8 @@ class AgentStats:
     files_read_others: int = 0
     model_errors: int = 0
     command_errors: int = 0
+    fallbacks: int = 0  # replies that failed the protocol's validator and were retried
+    failed_parses: int = 0  # retries that were invalid as well
 
 
 @dataclass
@@ -78,6 +80,17 @@ class RunLog:
                      outcomes: dict[int, list[OutcomeRecord]]) -> None:
         for i in sorted(completions):
             c, st = completions[i], self.stats[i]
+            if c.retry_of is not None:  # the invalid first reply of a validated round
+                first = c.retry_of
+                st.fallbacks += 1
+                st.failed_parses += c.validation == "failed"
+                st.tokens_in += first.tokens_in
+                st.tokens_out += first.tokens_out
+                self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb="invalid_reply",
+                            text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
+                            tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
+                            usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
+                            messages_sent=0)
             st.rounds += 1
             st.tokens_in += c.tokens_in
             st.tokens_out += c.tokens_out
@@ -149,8 +162,12 @@ class RunDriver:
                           cr=run_row.get("cr"), wall_s=wall, results_dir=cfg.results_dir)
 
     def _task_extras(self, task: Task) -> dict[str, Any]:
-        extras = {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
+        extras: dict[str, Any] = {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
         extras.update({key: getattr(self.cfg, key) for key in task.generation_keys})
+        # A family's own option block (e.g. `agentsnet:`) goes to its generator as keywords.
+        options = getattr(self.cfg, task.family, None)
+        if isinstance(options, BaseModel):
+            extras.update(options.model_dump())
         return extras
 
     # -- components ------------------------------------------------------------------------
@@ -227,7 +244,8 @@ class RunDriver:
                 first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
             await pool.broadcast("start_phase", {h: {i: setups[i] for i in ids}
                                                  for h, ids in pool.groups(list(range(cfg.agents))).items()})
-            ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=cfg.max_rounds, agents=pool, env=env,
+            ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
+                               agents=pool, env=env,
                                on_round=on_round)
             result = await scheduler.run_phase(ctx)
             phase_rounds.append(result.rounds)
@@ -256,7 +274,9 @@ class RunDriver:
             "submitted": sum(s is not None for s in submissions),
             **usage,
             "messages_sent": sum(s.messages_sent for s in stats),
-            "model_calls": sum(s.rounds for s in stats),
+            "model_calls": sum(s.rounds + s.fallbacks for s in stats),
+            "fallbacks": sum(s.fallbacks for s in stats),
+            "failed_parses": sum(s.failed_parses for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
             "command_errors": sum(s.command_errors for s in stats),
             "startup_s": startup_s,

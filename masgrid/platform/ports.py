@@ -33,6 +33,9 @@ class EnvironmentClient:
     async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
         return await self.port.call("apply_round", round_no, replies)
 
+    async def opening(self) -> dict[int, list[str]]:
+        return await self.port.call("opening")
+
 
 class AgentPoolClient:
     """Routes each agent's step to its host; all hosts work concurrently."""
@@ -55,9 +58,13 @@ class AgentPoolClient:
     async def close(self) -> None:
         await asyncio.gather(*(host.call("close") for host in self.hosts))
 
-    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]:
+    async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
+        """One call per observed agent; `expect` names the reply kind the hosts validate."""
         per_host = {h: {i: observations[i] for i in ids} for h, ids in self.groups(list(observations)).items()}
-        gathered = self.broadcast("step", per_host)
+        if expect is None:
+            gathered = self.broadcast("step", per_host)
+        else:
+            gathered = asyncio.gather(*(self.hosts[h].call("step", arg, expect) for h, arg in per_host.items()))
         try:
             results = await asyncio.wait_for(gathered, timeout=self.round_timeout_s)
         except asyncio.TimeoutError:

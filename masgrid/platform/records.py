@@ -52,6 +52,18 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
     "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
     "density": (pa.float64(), "SILO communication density D, messages delivered (SFS: reads of others' files) / N(N-1) (eq. 5)"),
+    "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
+    "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
+    # AgentsNet (issue 6): graph, budget and soft score of the instance
+    "soft_score": (pa.float64(), "AgentsNet soft score of the final answers, as the released code computes it (appendix B)"),
+    "message_rounds": (pa.int64(), "AgentsNet message-passing rounds T (the final-answer call comes after them)"),
+    "diameter": (pa.int64(), "AgentsNet graph diameter D"),
+    "max_degree": (pa.int64(), "AgentsNet graph maximum degree Delta"),
+    "edges": (pa.int64(), "AgentsNet graph edge count"),
+    "invalid_answers": (pa.int64(), "AgentsNet final answers missing or not a valid option (scored agents)"),
+    "byzantine_agents": (pa.int64(), "AgentsNet agents given the adversarial objective (appendix I)"),
+    "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none | aware | unaware"),
+    "chain_of_thought": (pa.bool_(), "AgentsNet: agents asked to reason before each JSON reply"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -91,6 +103,8 @@ AGENTS_SCHEMA = pa.schema([
     ("files_read_others", pa.int64()),
     ("model_errors", pa.int64()),
     ("command_errors", pa.int64()),
+    ("fallbacks", pa.int64()),  # replies retried after failing the protocol's format check
+    ("failed_parses", pa.int64()),  # retries that failed the check as well
     ("system_prompt", pa.string()),  # phase-1 system message
 ])
 

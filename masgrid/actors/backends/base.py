@@ -25,6 +25,13 @@ class Completion(BaseModel):
     latency_s: float = 0.0
     attempts: int = 1
     finish_reason: str | None = None
+    #: reply validation (protocols with `reply_validator`): None = not validated, "ok",
+    #: "retried" (first reply invalid, retry valid) or "failed" (retry invalid too)
+    validation: str | None = None
+    #: why the reply failed validation (the retry prompt), when it did
+    invalid_reason: str | None = None
+    #: the first, invalid completion when this one is its retry
+    retry_of: Completion | None = None
 
 
 class BackendSettings(BaseModel):

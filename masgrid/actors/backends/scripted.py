@@ -28,13 +28,22 @@ class ScriptedBackend(ChatBackend):
     def __init__(self, policy: ScriptedPolicy, count: TokenCounter) -> None:
         self.policy = policy
         self.count = count
+        self._counts: list[int] = []  # token count of each history message seen so far
+
+    def _prompt_tokens(self, messages: list[Message]) -> int:
+        """Sum over the whole history, counting each message once: histories only grow
+        within a phase, so long runs (AgentsNet: T calls, 1000 agents) stay linear."""
+        if len(messages) < len(self._counts):
+            self._counts = []
+        self._counts.extend(self.count(m["content"]) for m in messages[len(self._counts):])
+        return sum(self._counts)
 
     async def complete(self, messages: list[Message]) -> Completion:
         start = time.perf_counter()
         text = self.policy.act(new_observations(messages))
         return Completion(
             text=text,
-            tokens_in=sum(self.count(m["content"]) for m in messages),
+            tokens_in=self._prompt_tokens(messages),
             tokens_out=self.count(text),
             usage_source="estimate",
             latency_s=time.perf_counter() - start,

@@ -5,12 +5,14 @@ from __future__ import annotations
 from masgrid.envs.protocols.base import AnswerParser, Protocol, ProtocolOptions, agent_name
 from masgrid.envs.protocols.broadcast import BroadcastProtocol
 from masgrid.envs.protocols.kv import KVProtocol
+from masgrid.envs.protocols.local import LocalProtocol
 from masgrid.envs.protocols.p2p import P2PProtocol
 
 PROTOCOLS: dict[str, type[Protocol]] = {
     BroadcastProtocol.name: BroadcastProtocol,
     P2PProtocol.name: P2PProtocol,
     KVProtocol.name: KVProtocol,
+    LocalProtocol.name: LocalProtocol,
 }
 
 

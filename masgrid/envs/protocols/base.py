@@ -92,6 +92,25 @@ class Protocol(ABC):
         """Called once before a round's replies are applied (visibility snapshots)."""
         self.round = round_no
 
+    # -- optional hooks (no-ops for the command-block substrates) -----------------------------
+    def attach(self, instance: Any) -> None:
+        """Called once with the run's instance, for substrates that need it (graph protocols)."""
+
+    def opening(self) -> dict[int, list[str]]:
+        """User messages each agent gets before its first call (none by default)."""
+        return {}
+
+    def end_round(self) -> dict[int, list[str]]:
+        """Messages delivered to agents after every reply of the round was applied
+        (synchronous delivery); they become the agents' next user messages."""
+        return {}
+
+    @classmethod
+    def reply_validator(cls, view: Any) -> Callable[[str, str | None], str | None] | None:
+        """A check the agent host runs on each completion, (expect, text) -> retry prompt or
+        None; a failed check gets one retry in the same round. None: no validation."""
+        return None
+
     # -- the harness loop of Algorithm 2 (lines 6-16) ----------------------------------
     def apply_reply(self, agent: int, text: str | None, error: str | None) -> list[CommandOutcome]:
         """Outcomes of one model reply, one per user message appended to the agent's history."""

@@ -66,6 +66,8 @@ class Task(ABC):
     generation_keys: ClassVar[tuple[str, ...]] = ()
     #: `k` when the run config leaves it unset (k=null), e.g. SILO's per-task workload.
     default_k: ClassVar[int] = 5
+    #: family config keys (RunConfig fields) that must be set, e.g. ("graph",) for AgentsNet
+    required_keys: ClassVar[tuple[str, ...]] = ()
 
     # -- generation ------------------------------------------------------------------------
     @abstractmethod
@@ -103,6 +105,10 @@ class Task(ABC):
     def round_notice(self, protocol: str, condition: str) -> str | None:
         """A harness message appended to every still-active agent's input each round."""
         return None
+
+    def round_limit(self, instance: Instance, max_rounds: int) -> int:
+        """Rounds the scheduler may run per phase; tasks with their own budget override."""
+        return max_rounds
 
     @abstractmethod
     def build_prompt(self, view: AgentView, protocol: str, condition: str) -> str:

@@ -28,6 +28,8 @@ class AgentPool(Protocol):
 class EnvironmentPort(Protocol):
     async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]: ...
 
+    async def opening(self) -> dict[int, list[str]]: ...
+
 
 @dataclass
 class PhaseContext:

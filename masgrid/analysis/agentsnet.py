@@ -1,0 +1,240 @@
+"""AgentsNet statistics, tables and figures from the `runs` table (appendix C, H-L).
+
+Score computation (appendix C): for each model, the mean and standard error of every cell
+(graph size s, task t, graph model g) over all its runs (all graph samples and repeats);
+SE = sample standard deviation / sqrt(N), 0 for a single run. An aggregate over cells is
+the mean of the cell means, with SE = sqrt(sum of cell SE^2) / |cells| (independent
+cells, error propagation). The AgentsNet score is that aggregate over all cells.
+
+Tables: 2 (fraction solved per model and task + AgentsNet score), 4 (soft scores),
+5/6 (Byzantine), 7/8 (prompt variants), 9/10 (classical baselines per task and size),
+11 (tokens per instance per model and size). Figures: 4 (stacked task contributions per
+model and size), 5 (fraction solved against graph size, one line per task).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from masgrid.analysis.load import read_table
+
+TASKS = ["coloring", "consensus", "leader_election", "matching", "vertex_cover"]
+TASK_LABELS = {"coloring": "Coloring", "consensus": "Consensus", "leader_election": "Leader Election",
+               "matching": "Matching", "vertex_cover": "Vertex Cover"}
+CELL = ["agents", "problem", "graph"]
+
+
+def agentsnet_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Completed AgentsNet runs with a `problem` column (task name without the family)."""
+    if runs.empty:
+        return runs
+    df = runs[runs["task"].astype(str).str.startswith("agentsnet/") & (runs["status"] == "ok")].copy()
+    df["problem"] = df["task"].str.split("/", n=1).str[1]
+    df["success"] = df["success"].astype(float)
+    if "byzantine_setting" not in df.columns:
+        df["byzantine_setting"] = "none"
+    df["byzantine_setting"] = df["byzantine_setting"].fillna("none")
+    return df
+
+
+def load_runs(results_dir: str | Path) -> pd.DataFrame:
+    return agentsnet_runs(read_table(results_dir, "runs"))
+
+
+def _se(values: pd.Series) -> float:
+    n = len(values)
+    return float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+
+
+def cell_stats(runs: pd.DataFrame, value: str = "success", keys: list[str] | None = None) -> pd.DataFrame:
+    """Mean, SE and N per (model, size, task, graph model) cell (eqs. 1-2)."""
+    keys = ["model", *CELL] if keys is None else keys
+    grouped = runs.groupby(keys, dropna=False)[value]
+    out = grouped.agg(mean="mean", n="count").reset_index()
+    out["se"] = grouped.apply(_se).to_numpy()
+    return out
+
+
+def propagate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean of cell means and the propagated SE (eqs. 3-4) per group of `by`."""
+    rows = []
+    for key, grp in cells.groupby(by, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key)), "mean": grp["mean"].mean(),
+                     "se": math.sqrt((grp["se"] ** 2).sum()) / len(grp), "cells": len(grp)})
+    return pd.DataFrame(rows)
+
+
+def pooled(runs: pd.DataFrame, by: list[str], value: str = "success") -> pd.DataFrame:
+    """Mean and SE over all runs of each group (appendix I-K tables: mean +- SE of runs)."""
+    grouped = runs.groupby(by, dropna=False)[value]
+    out = grouped.agg(mean="mean", n="count").reset_index()
+    out["se"] = grouped.apply(_se).to_numpy()
+    return out
+
+
+def fmt(mean: float, se: float, style: str = "paren") -> str:
+    return f"{mean:.2f} ({se:.2f})" if style == "paren" else f"{mean:.2f} ± {se:.2f}"
+
+
+def _wide(long: pd.DataFrame, index: str, columns: str, style: str = "paren") -> pd.DataFrame:
+    long = long.assign(cell=[fmt(m, s, style) for m, s in zip(long["mean"], long["se"])])
+    return long.pivot(index=index, columns=columns, values="cell")
+
+
+# -- tables -------------------------------------------------------------------------------------
+
+def table_solved(runs: pd.DataFrame, value: str = "success", with_total: bool = True) -> pd.DataFrame:
+    """Table 2 (value="success") or Table 4 (value="soft_score"): per model and task, and the
+    AgentsNet score over all cells of a model."""
+    cells = cell_stats(runs, value)
+    per_task = propagate(cells, ["model", "problem"])
+    table = _wide(per_task, "model", "problem").rename(columns=TASK_LABELS)
+    if with_total:
+        total = propagate(cells, ["model"]).set_index("model")
+        table["AgentsNet"] = [fmt(total.loc[m, "mean"], total.loc[m, "se"]) for m in table.index]
+    return table
+
+
+def agentsnet_score(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model: AgentsNet score and its propagated SE (Figure 1's y values)."""
+    return propagate(cell_stats(runs), ["model"])
+
+
+def table_by_size(runs: pd.DataFrame, value: str = "success") -> pd.DataFrame:
+    """Tables 9 and 10: task x graph size, mean +- SE over all runs of the size."""
+    long = pooled(runs, ["problem", "agents"], value)
+    return _wide(long, "problem", "agents", "pm").rename(index=TASK_LABELS)
+
+
+def table_byzantine(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tables 5 and 6: task x (size, aware/unaware), success on honest agents."""
+    byz = runs[runs["byzantine_setting"].isin(["aware", "unaware"])]
+    long = pooled(byz, ["problem", "agents", "byzantine_setting"])
+    long["column"] = long["agents"].astype(str) + " " + long["byzantine_setting"]
+    return _wide(long, "problem", "column", "pm").rename(index=TASK_LABELS)
+
+
+def table_prompt_variants(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tables 7 and 8: prompt variant x task, plus the variant's average over tasks."""
+    long = pooled(runs, ["condition", "problem"])
+    table = _wide(long, "condition", "problem", "pm").rename(columns=TASK_LABELS)
+    avg = pooled(runs, ["condition"])
+    table["Average"] = [fmt(r["mean"], r["se"], "pm") for _, r in avg.set_index("condition").loc[table.index].iterrows()]
+    return table
+
+
+def table_tokens(runs: pd.DataFrame) -> pd.DataFrame:
+    """Table 11: mean input / output / total tokens per instance, per model and size."""
+    agg = runs.groupby(["model", "agents"])[["tokens_in", "tokens_out", "tokens_total"]].mean()
+    return agg.unstack("agents").swaplevel(0, 1, axis=1).sort_index(axis=1)
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
+    """Figure 4: per size, one stacked bar per model; each task adds its fraction solved / 5."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = cell_stats(runs)
+    per = propagate(cells, ["model", "agents", "problem"])
+    sizes = sorted(per["agents"].unique())
+    models = sorted(per["model"].unique())
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 3.6), sharey=True, squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        bottom = [0.0] * len(models)
+        for task in TASKS:
+            vals = []
+            for m in models:
+                hit = per[(per["model"] == m) & (per["agents"] == size) & (per["problem"] == task)]
+                vals.append(float(hit["mean"].iloc[0]) / len(TASKS) if len(hit) else 0.0)
+            ax.bar(models, vals, bottom=bottom, label=TASK_LABELS[task])
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_title(f"{size} agents")
+        ax.set_ylim(0, 1)
+        ax.tick_params(axis="x", labelrotation=45)
+    axes[0][0].set_ylabel("fraction solved (each task up to 0.2)")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Figure 5: fraction solved against graph size, one line per task (+- SE band)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    long = pooled(runs, ["problem", "agents"])
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for task in TASKS:
+        part = long[long["problem"] == task].sort_values("agents")
+        if part.empty:
+            continue
+        ax.plot(part["agents"], part["mean"], marker="o", label=TASK_LABELS[task])
+        ax.fill_between(part["agents"], part["mean"] - part["se"], part["mean"] + part["se"], alpha=0.15)
+    ax.set_xlabel("agents (graph size)")
+    ax.set_ylabel("fraction solved")
+    ax.set_ylim(-0.02, 1.02)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def _flat(table: pd.DataFrame) -> pd.DataFrame:
+    """(size, tokens_in) column pairs as "size tokens_in" for Markdown."""
+    return table.set_axis([f"{a} {b.removeprefix('tokens_')}" for a, b in table.columns], axis=1)
+
+
+def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
+    """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
+    runs = load_runs(results_dir)
+    if runs.empty:
+        raise ValueError(f"no completed AgentsNet runs under {results_dir}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plain = runs[(runs["byzantine_setting"] == "none") & (runs["condition"] == "base")]
+    parts = ["# AgentsNet report", f"{len(runs)} completed runs from `{results_dir}`."]
+    if not plain.empty:
+        parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
+                  "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
+                  "## Tables 9/10: fraction solved by graph size", table_by_size(plain).to_markdown(),
+                  "## Table 11: tokens per instance", _flat(table_tokens(plain).round(0)).to_markdown()]
+        figure_task_contributions(plain, out / "agentsnet_fig4.png")
+        figure_scaling(plain, out / "agentsnet_fig5.png")
+        parts += ["![Figure 4](agentsnet_fig4.png)", "![Figure 5](agentsnet_fig5.png)"]
+    if runs["byzantine_setting"].isin(["aware", "unaware"]).any():
+        parts += ["## Tables 5/6: Byzantine agents (honest agents scored)", table_byzantine(runs).to_markdown()]
+    if runs["condition"].nunique() > 1:
+        clean = runs[runs["byzantine_setting"] == "none"]
+        parts += ["## Tables 7/8: prompt variants", table_prompt_variants(clean).to_markdown()]
+    path = out / "agentsnet_report.md"
+    path.write_text("\n\n".join(parts) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
+    parser.add_argument("results_dir")
+    parser.add_argument("--out", default="agentsnet_report")
+    args = parser.parse_args()
+    print(write_report(args.results_dir, args.out))

@@ -1,0 +1,127 @@
+"""Seeded communication graphs of AgentsNet (section 3.2, appendix D).
+
+Three models: connected Watts-Strogatz small-world graphs (k = 4, p = 0.4), Barabasi-Albert
+preferential attachment (m = 2) and the Delaunay triangulation of points drawn uniformly
+from the unit square. Every node is an agent with a distinct human first name.
+
+Choices where the paper is silent (also in docs/agentsnet.md):
+- one `numpy.random.Generator` seeded from (seed, model, n) drives the graph and the
+  names, so the same arguments give the same graph on every machine;
+- nodes are numbered 0..n-1 in generator order; agent i is node i;
+- names come from conf/data/first_names.txt (240 names); larger graphs additionally use
+  hyphenated double names ("Ada-Linus"), still distinct and still human-looking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+import networkx as nx
+import numpy as np
+
+from masgrid.resources import read_text
+
+GRAPH_MODELS: dict[str, str] = {"ws": "small-world (Watts-Strogatz)", "ba": "scale-free (Barabasi-Albert)",
+                                "dt": "geometric (Delaunay triangulation)"}
+MIN_AGENTS = 4
+WS_K, WS_P, BA_M = 4, 0.4, 2
+
+
+@dataclass(frozen=True)
+class AgentGraph:
+    """An undirected connected graph with one distinct name per node."""
+
+    model: str
+    names: list[str]
+    edges: list[tuple[int, int]]  # u < v, sorted
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def nx(self) -> nx.Graph:
+        g = nx.Graph()
+        g.add_nodes_from(range(self.n))
+        g.add_edges_from(self.edges)
+        return g
+
+    def neighbors(self) -> list[list[int]]:
+        adj: list[list[int]] = [[] for _ in range(self.n)]
+        for u, v in self.edges:
+            adj[u].append(v)
+            adj[v].append(u)
+        return [sorted(a) for a in adj]
+
+    def degrees(self) -> list[int]:
+        return [len(a) for a in self.neighbors()]
+
+    def diameter(self) -> int:
+        return int(nx.diameter(self.nx()))
+
+
+@lru_cache(maxsize=1)
+def first_names() -> tuple[str, ...]:
+    lines = read_text("data/first_names.txt").splitlines()
+    names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    if len(set(names)) != len(names):
+        raise ValueError("conf/data/first_names.txt has duplicate names")
+    return names
+
+
+def graph_rng(model: str, n: int, seed: int) -> np.random.Generator:
+    digest = hashlib.sha256(f"agentsnet:{model}:{n}:{seed}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def sample_names(n: int, rng: np.random.Generator) -> list[str]:
+    base = list(first_names())
+    pool = base
+    if n > len(base):
+        extra = n - len(base)
+        pairs = [f"{a}-{b}" for a, b in itertools.permutations(base, 2)]
+        picks = rng.choice(len(pairs), size=extra, replace=False)
+        pool = base + [pairs[int(i)] for i in picks]
+    order = rng.permutation(len(pool))[:n]
+    return [pool[int(i)] for i in order]
+
+
+def _ws(n: int, rng: np.random.Generator) -> nx.Graph:
+    # networkx retries the rewiring until the graph is connected (`connected_watts_strogatz`).
+    return nx.connected_watts_strogatz_graph(n, min(WS_K, n), WS_P, tries=1000, seed=int(rng.integers(2**31)))
+
+
+def _ba(n: int, rng: np.random.Generator) -> nx.Graph:
+    return nx.barabasi_albert_graph(n, BA_M, seed=int(rng.integers(2**31)))
+
+
+def _dt(n: int, rng: np.random.Generator) -> nx.Graph:
+    from scipy.spatial import Delaunay
+
+    points = rng.random((n, 2))
+    tri = Delaunay(points)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    for simplex in tri.simplices:
+        a, b, c = (int(x) for x in simplex)
+        g.add_edges_from([(a, b), (b, c), (a, c)])
+    return g
+
+
+_BUILDERS = {"ws": _ws, "ba": _ba, "dt": _dt}
+
+
+def generate_graph(model: str, n: int, seed: int) -> AgentGraph:
+    """The graph of model `model` on `n` named agents for `seed` (deterministic)."""
+    if model not in _BUILDERS:
+        raise ValueError(f"graph: unknown graph model {model!r}; choose one of {sorted(_BUILDERS)}")
+    if n < MIN_AGENTS:
+        raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {n}")
+    rng = graph_rng(model, n, seed)
+    g = _BUILDERS[model](n, rng)
+    if g.number_of_nodes() != n or not nx.is_connected(g):
+        raise ValueError(f"graph: generator {model} produced a disconnected graph for n={n}, seed={seed}")
+    edges = sorted((min(u, v), max(u, v)) for u, v in g.edges())
+    return AgentGraph(model=model, names=sample_names(n, rng), edges=edges)

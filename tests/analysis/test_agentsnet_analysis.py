@@ -1,0 +1,59 @@
+"""Appendix C statistics and the table/figure builders on hand-made run tables."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from masgrid.analysis import agentsnet as an
+
+
+def _runs(rows: list[tuple[str, int, str, str, bool, float]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["model", "agents", "task", "graph", "success", "soft_score"])
+    df["status"] = "ok"
+    df["condition"] = "base"
+    df["tokens_in"], df["tokens_out"] = 100 * df["agents"], 10 * df["agents"]
+    df["tokens_total"] = df["tokens_in"] + df["tokens_out"]
+    return an.agentsnet_runs(df)
+
+
+def test_cell_se_matches_the_papers_numbers() -> None:
+    # 6 of 9 solved -> 0.67 +- 0.17 and 8 of 9 -> 0.89 +- 0.11 (Table 9 rows).
+    rows = [("m", 4, "agentsnet/coloring", g, i < 6, 1.0) for g in ("x",) for i in range(9)]
+    rows += [("m", 4, "agentsnet/matching", "x", i < 8, 1.0) for i in range(9)]
+    cells = an.cell_stats(_runs(rows))
+    col = cells.set_index("problem")
+    assert col.loc["coloring", "mean"] == pytest.approx(6 / 9) and col.loc["coloring", "se"] == pytest.approx(1 / 6)
+    assert col.loc["matching", "se"] == pytest.approx(1 / 9)
+    assert an.table_by_size(_runs(rows)).loc["Coloring", 4] == "0.67 ± 0.17"
+
+
+def test_error_propagation_over_cells() -> None:
+    rows = []
+    for graph, wins in (("ws", [1, 1, 0]), ("ba", [1, 0, 0]), ("dt", [1, 1, 1])):
+        rows += [("m", 8, "agentsnet/consensus", graph, bool(w), 0.5) for w in wins]
+    runs = _runs(rows)
+    cells = an.cell_stats(runs)
+    ses = [math.sqrt(sum((x - sum(w) / 3) ** 2 for x in w) / 2) / math.sqrt(3)
+           for w in ([1, 1, 0], [1, 0, 0], [1, 1, 1])]
+    total = an.agentsnet_score(runs).iloc[0]
+    assert total["mean"] == pytest.approx((2 / 3 + 1 / 3 + 1) / 3)
+    assert total["se"] == pytest.approx(math.sqrt(sum(s * s for s in ses)) / 3)
+    assert len(cells) == 3 and cells["n"].tolist() == [3, 3, 3]
+
+
+def test_tables_and_figures(tmp_path: Path) -> None:
+    rows = [(m, n, f"agentsnet/{t}", g, (s + n) % 2 == 0, 0.8)
+            for m in ("a", "b") for n in (4, 8) for t in an.TASKS for g in ("ws", "ba", "dt") for s in range(2)]
+    runs = _runs(rows)
+    table2 = an.table_solved(runs)
+    assert list(table2.index) == ["a", "b"] and "AgentsNet" in table2.columns and "Vertex Cover" in table2.columns
+    assert an.table_solved(runs, "soft_score", with_total=False).loc["a", "Coloring"] == "0.80 (0.00)"
+    tokens = an.table_tokens(runs)
+    assert tokens.loc["a", (8, "tokens_total")] == 880
+    assert an.table_prompt_variants(runs).loc["base", "Average"].startswith("0.50")
+    for png in (an.figure_task_contributions(runs, tmp_path / "f4.png"), an.figure_scaling(runs, tmp_path / "f5.png")):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
