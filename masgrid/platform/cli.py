@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         return _score(rest)
     if command == "report":
         return _report(rest)
+    if command == "serve":
+        from masgrid.platform.serving import serve_command
+
+        return serve_command(rest)
     print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -33,7 +37,8 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR              summarise a results directory"""
+  masgrid report RESULTS_DIR              summarise a results directory
+  masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)"""
 
 
 def _run(overrides: list[str]) -> int:

@@ -62,6 +62,10 @@ class RunConfig(BaseModel):
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
+        if self.backend == "serve":
+            from masgrid.actors.serving.spec import parse_serving
+
+            parse_serving(self.model.serving)  # ServingError (a ValueError) names model.serving.<key>
         return self
 
     @classmethod

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 
-import httpx
 import openai
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
@@ -63,15 +62,10 @@ class OpenAIChatBackend(ChatBackend):
 
 
 def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
+    """One client (one connection pool, the library's defaults allow 1000 connections)."""
     key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
-    limits = httpx.Limits(max_connections=settings.max_concurrency, max_keepalive_connections=settings.max_concurrency)
-    return openai.AsyncOpenAI(
-        base_url=settings.base_url,
-        api_key=key,
-        timeout=httpx.Timeout(settings.timeout_s, connect=min(10.0, settings.timeout_s)),
-        max_retries=settings.max_retries,
-        http_client=openai.DefaultAsyncHttpxClient(limits=limits),
-    )
+    return openai.AsyncOpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_s,
+                              max_retries=settings.max_retries)
 
 
 def describe_error(exc: BaseException) -> str:
