@@ -46,8 +46,8 @@ def ensure_served(settings: BackendSettings, http_host: str = "127.0.0.1") -> No
 def serve_command(args: list[str]) -> int:
     from pydantic import ValidationError
 
-    from masgrid.actors.serving.deploy import ServingUnavailable, deploy, describe, http_base_url, target
-    from masgrid.actors.serving.spec import ServingError
+    from masgrid.actors.serving.deploy import ServingUnavailable, deploy, describe, http_base_url, serve_llm, target
+    from masgrid.actors.serving.spec import ServingError, parse_serving
 
     parser = argparse.ArgumentParser(prog="masgrid serve", description="deploy a model preset on Ray Serve")
     parser.add_argument("--dry-run", action="store_true", help="print the resolved deployment, start nothing")
@@ -61,6 +61,9 @@ def serve_command(args: list[str]) -> int:
         if ns.dry_run:
             print(json.dumps(describe(settings, check_paths=ns.check_paths), indent=2))
             return 0
+        if parse_serving(settings.serving).kind == "vllm":  # fail before Ray starts
+            serve_llm()
+            parse_serving(settings.serving).check_weights()
         from masgrid.platform.launch import ensure_ray
 
         ensure_ray(ns.address)

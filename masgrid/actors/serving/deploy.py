@@ -21,7 +21,12 @@ class ServingUnavailable(RuntimeError):
 
 
 def serve_llm() -> tuple[Any, Any]:
-    """(LLMConfig, build_openai_app) from ray.serve.llm, or a one-line install hint."""
+    """(LLMConfig, build_openai_app) from ray.serve.llm, or a one-line install hint.
+    vLLM is looked up first: importing ray.serve.llm without it logs tracebacks."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ServingUnavailable(VLLM_HINT)
     try:
         from ray.serve.llm import LLMConfig, build_openai_app
     except ImportError:

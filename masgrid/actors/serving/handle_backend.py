@@ -104,19 +104,6 @@ class HandleChatBackend(ChatBackend):
                           finish_reason=choice.get("finish_reason"))
 
 
-class _SharedClientChat(ChatBackend):
-    """An agent's calls over the host's shared HTTP pool (closing it twice is harmless)."""
-
-    def __init__(self, inner: ChatBackend) -> None:
-        self.inner = inner
-
-    async def complete(self, messages: list[Message]) -> Completion:
-        return await self.inner.complete(messages)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
 async def _await(response: Any) -> Any:
     return await response
 
@@ -138,7 +125,8 @@ def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, prot
             shared["serve:client"] = make_client(http_settings)
         extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
         agent_settings = http_settings.model_copy(update={"extra_body": extra})
-        return _SharedClientChat(OpenAIChatBackend(agent_settings, count, client=shared["serve:client"]))
+        # One pool per host; each agent's backend closes it at the end (closing twice is harmless).
+        return OpenAIChatBackend(agent_settings, count, client=shared["serve:client"])
     if "serve:handle" not in shared:
         from ray import serve
 

@@ -133,6 +133,8 @@ class ServingSpec(_Strict):
             raise ValueError("autoscaling: min_replicas exceeds max_replicas")
         if self.kind == "vllm":
             self._check_vllm()
+        elif self.router == "prefix_aware":  # Serve LLM's router class needs the vLLM install
+            raise ValueError("router: prefix_aware routes between vLLM replicas; the stand-in uses Serve's default")
         return self
 
     # -- vLLM feasibility ------------------------------------------------------------------
