@@ -30,10 +30,14 @@ def served(tmp_path: Path, port: int, app: str, *extra: str) -> RunConfig:
                         *COMMON, *extra])
 
 
+_RECORDERS: list[Any] = []  # a named non-detached actor lives while someone holds a handle
+
+
 def start(cfg: RunConfig) -> tuple[Any, Any]:
     if cfg.backend == "serve":
         ensure_served(cfg.model)
-    driver = driver_actor(cfg, recorder_actor(cfg.results_dir))
+    _RECORDERS.append(recorder_actor(cfg.results_dir))
+    driver = driver_actor(cfg, _RECORDERS[-1])
     return driver, driver.run.remote()
 
 
