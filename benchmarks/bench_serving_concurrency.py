@@ -11,7 +11,9 @@ Two ratios are reported, ideal / actual:
 - end to end: actual = wall time of the whole run (batch), Ray actor start-up included;
 - rounds only: actual = time spent inside the rounds (start-up excluded): per run, from
   the start of round 1 (end of round 1 minus its slowest call) to the end of the last
-  round; for a batch, from the earliest such start to the latest end.
+  round; for a batch, from the earliest such start to the latest end;
+- rounds only, per run: each run's ideal over its own rounds span (median over the batch):
+  whether the calls of every round stay concurrent while other runs share the server.
 
     python benchmarks/bench_serving_concurrency.py --latency 0.1 --out benchmarks/results/serving.md
 """
@@ -79,10 +81,12 @@ def measure(label: str, cfgs: list[RunConfig], latency: float) -> dict[str, obje
     ends = per_round.ended.groupby(level="run_id").max()
     span = (ends.max() - starts.min()).total_seconds()
     ideal = float(ideal_per_run.max())
+    per_run = ideal_per_run / (ends - starts).dt.total_seconds()
     return {"setting": label, "runs": len(cfgs), "agents/run": cfgs[0].agents,
             "calls": len(calls), "rounds/run": int(per_round.groupby(level="run_id").size().max()),
             "ideal_s": round(ideal, 2), "wall_s": round(wall, 2), "rounds_s": round(span, 2),
-            "ideal/wall": round(ideal / wall, 3), "ideal/rounds": round(ideal / span, 3)}
+            "ideal/wall": round(ideal / wall, 3), "ideal/rounds": round(ideal / span, 3),
+            "ideal/rounds per run (median)": round(float(per_run.median()), 3)}
 
 
 def main() -> None:

@@ -61,7 +61,15 @@ def _run(overrides: list[str]) -> int:
         from masgrid.platform.launch import run_one
         from masgrid.platform.summary import print_summary
 
-        summary = run_one(run_cfg)
+        from masgrid.actors.serving.deploy import ServingUnavailable
+        from masgrid.actors.serving.spec import ServingError
+
+        try:
+            summary = run_one(run_cfg)
+        except (ServingError, ServingUnavailable) as exc:  # backend=serve: the model cannot be deployed
+            outcome["error"] = str(exc)
+            print(f"masgrid run: {exc}", file=sys.stderr)
+            return
         outcome["status"] = summary.status
         print_summary(run_cfg, summary)
 

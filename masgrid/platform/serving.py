@@ -26,20 +26,31 @@ def compose_model(overrides: list[str]) -> BackendSettings:
     return BackendSettings.model_validate(data)
 
 
-def ensure_served(settings: BackendSettings, http_host: str = "127.0.0.1") -> None:
-    """Deploy the preset's Serve app unless an app of that name is already running."""
+def ensure_served(settings: BackendSettings, http_host: str = "127.0.0.1", wait_s: float = 3600.0) -> None:
+    """Deploy the preset's Serve app unless an app of that name exists; one that is still
+    deploying (a large model loading) is waited for, never redeployed."""
+    import time
+
     from ray import serve
 
     from masgrid.actors.serving.deploy import deploy
-    from masgrid.actors.serving.spec import parse_serving
+    from masgrid.actors.serving.spec import ServingError, parse_serving
 
     spec = parse_serving(settings.serving)
-    try:
-        app = serve.status().applications.get(spec.app)
-    except Exception:  # noqa: BLE001 - no Serve instance yet
-        app = None
-    if app is not None and str(app.status).endswith("RUNNING"):
-        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            app = serve.status().applications.get(spec.app)
+        except Exception:  # noqa: BLE001 - no Serve instance yet
+            app = None
+        state = str(app.status).rsplit(".", 1)[-1] if app is not None else "MISSING"
+        if state == "RUNNING":
+            return
+        if state not in ("DEPLOYING", "UNHEALTHY") or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    if state in ("DEPLOYING", "UNHEALTHY"):
+        raise ServingError(f"model.serving.app: Serve app {spec.app!r} is still {state} after {wait_s:.0f}s")
     deploy(settings, http_host)
 
 

@@ -41,3 +41,16 @@ def test_run_config_rejects_bad_serving_block() -> None:
 
     with pytest.raises(ConfigError, match="model.serving.route"):
         RunConfig.from_mapping({"backend": "serve", "model": {"name": "x", "serving": {"route": "carrier-pigeon"}}})
+
+
+def test_run_on_a_vllm_preset_without_vllm_is_one_line(ray_session, capsys, tmp_path) -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pass
+    else:  # pragma: no cover
+        pytest.skip("vLLM is installed here")
+    rc = main(["run", "backend=serve", "model=gpt_oss_120b", f"results_dir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "masgrid run: model.serving.kind=vllm needs vLLM" in err and "Traceback" not in err

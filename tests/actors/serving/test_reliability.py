@@ -72,7 +72,9 @@ def test_failures_stay_inside_their_run(tmp_path, serve_port: int) -> None:
     """A killed agent host and a round that outlives every retry each fail their own run with
     the cause recorded; a concurrent run finishes and an earlier result is not touched."""
     earlier = compose_run(["backend=scripted", f"results_dir={tmp_path}", *COMMON, "seed=99"])
-    (done,) = run_many([earlier])
+    driver, ref = start(earlier)
+    done = ray.get(ref)
+    ray.kill(driver, no_restart=True)
     before = snapshot(tmp_path)
 
     slow = ["model.serving.standin.per_token_latency_s=0.05"]

@@ -35,12 +35,12 @@ def test_serve_standin_reproduces_scripted(tmp_path, serve_port: int, protocol: 
 def test_openai_backend_without_agent_tag_gets_a_clear_refusal(tmp_path, serve_port: int, capsys) -> None:
     """backend=openai at the stand-in's route: every call fails with the stand-in's 400 reason."""
     cfg = compose_run(["backend=serve", "model=standin", f"model.serving.http_port={serve_port}",
-                       f"results_dir={tmp_path}", "agents=2", "k=2"])
+                       f"results_dir={tmp_path / 'a'}", "agents=2", "k=2"])
     run_many([cfg])  # deploys the stand-in
-    assert f"results are written to {tmp_path}" in capsys.readouterr().out  # what a job log shows
+    assert f"results are written to {tmp_path / 'a'}" in capsys.readouterr().out  # what a job log shows
     plain = compose_run(["backend=openai", "model=local_vllm", f"model.base_url=http://127.0.0.1:{serve_port}/standin/v1",
-                         "model.max_retries=0", "max_rounds=1", "agents=2", "k=2", f"results_dir={tmp_path}"])
+                         "model.max_retries=0", "max_rounds=1", "agents=2", "k=2", f"results_dir={tmp_path / 'b'}"])
     (summary,) = run_many([plain])
-    events = pd.read_parquet(tmp_path / "events")
+    events = pd.read_parquet(tmp_path / "b" / "events")
     errors = events[(events.run_id == summary.run_id) & (events.kind == "model_call")].error.tolist()
     assert errors and all("http 400" in e and "backend=serve" in e for e in errors)
