@@ -98,6 +98,11 @@ def test_vllm_path_without_vllm_says_what_to_install() -> None:
         build_application(settings, parse_serving(settings.serving))
 
 
+def test_prefix_router_is_for_vllm_replicas() -> None:
+    with pytest.raises(ServingError, match="model.serving.router"):
+        parse_serving({"kind": "standin", "router": "prefix_aware"})
+
+
 def test_standin_preset_describes_its_deployment() -> None:
     plan = describe(compose_model(["model=standin", "model.serving.route=http", "model.serving.http_port=9123"]))
     assert plan["agents_reach_it_by"] == "http"
