@@ -38,7 +38,9 @@ class AgentHost:
         self.count = get_counter(spec.token_counter)
         self.histories: dict[int, list[Message]] = {}
         self.backends: dict[int, ChatBackend] = {}
-        self._shared: dict[str, Any] = {}
+        # Per-host cache for backend factories; the counter spec lets a backend tell a server
+        # how to count usage (the CPU stand-in counts like the scripted backend).
+        self._shared: dict[str, Any] = {"token_counter": spec.token_counter}
         self.validators: dict[int, Any] = {}
         self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
 

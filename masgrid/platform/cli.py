@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         return _score(rest)
     if command == "report":
         return _report(rest)
+    if command == "serve":
+        from masgrid.platform.serving import serve_command
+
+        return serve_command(rest)
     print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -33,7 +37,8 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR              summarise a results directory"""
+  masgrid report RESULTS_DIR              summarise a results directory
+  masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)"""
 
 
 def _run(overrides: list[str]) -> int:
@@ -56,7 +61,15 @@ def _run(overrides: list[str]) -> int:
         from masgrid.platform.launch import run_one
         from masgrid.platform.summary import print_summary
 
-        summary = run_one(run_cfg)
+        from masgrid.actors.serving.deploy import ServingUnavailable
+        from masgrid.actors.serving.spec import ServingError
+
+        try:
+            summary = run_one(run_cfg)
+        except (ServingError, ServingUnavailable) as exc:  # backend=serve: the model cannot be deployed
+            outcome["error"] = str(exc)
+            print(f"masgrid run: {exc}", file=sys.stderr)
+            return
         outcome["status"] = summary.status
         print_summary(run_cfg, summary)
 

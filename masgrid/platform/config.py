@@ -77,6 +77,10 @@ class RunConfig(BaseModel):
                 raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
+        if self.backend == "serve":
+            from masgrid.actors.serving.spec import parse_serving
+
+            parse_serving(self.model.serving)  # ServingError (a ValueError) names model.serving.<key>
         return self
 
     @classmethod

@@ -22,6 +22,7 @@ from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid.envs.tasks import Instance, Task, get_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
+from masgrid.platform.progress import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
 
 EVENT_FLUSH_ROUNDS = 10
@@ -126,6 +127,7 @@ class RunDriver:
         self.remote = cfg.execution.executor == "ray"
         self._actors: list[Any] = []
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
+        self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote)
 
     def status(self) -> dict[str, Any]:
         return dict(self.progress)
@@ -151,6 +153,7 @@ class RunDriver:
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
             await self._shutdown()
+        self.metrics.finished(status)
         chunk, rows = log.take_chunk()
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
         wall = time.perf_counter() - t0
@@ -228,6 +231,7 @@ class RunDriver:
         async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
                            outcomes: dict[int, list[OutcomeRecord]]) -> None:
             self.progress = {"phase": phase, "round": round_no}
+            self.metrics.round(phase, round_no)
             log.record_round(phase, round_no, completions, outcomes)
             if round_no % EVENT_FLUSH_ROUNDS == 0:
                 chunk, rows = log.take_chunk()

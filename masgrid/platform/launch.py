@@ -70,6 +70,18 @@ def run_one(cfg: RunConfig) -> RunSummary:
     return run_many([cfg], max_concurrent=1)[0]
 
 
+def _ensure_deployments(cfgs: list[RunConfig]) -> None:
+    """backend=serve: the model's Serve app must be up before drivers start (deploys it if not)."""
+    seen: set[str] = set()
+    for cfg in cfgs:
+        # A preset with its own base_url points at an endpoint someone else runs.
+        if cfg.backend == "serve" and not cfg.model.base_url and cfg.model.name not in seen:
+            seen.add(cfg.model.name)
+            from masgrid.platform.serving import ensure_served
+
+            ensure_served(cfg.model)
+
+
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
              on_done: Callable[[RunConfig, RunSummary], None] | None = None) -> list[RunSummary]:
     """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order."""
@@ -79,6 +91,9 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
     if not cfgs:
         return []
     ensure_ray(cfgs[0].execution.ray_address)
+    _ensure_deployments(cfgs)
+    for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
+        print(f"masgrid: {len(cfgs)} run(s); results are written to {root}/{{runs,agents,events}}", flush=True)
     recorders: dict[str, Any] = {}
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}

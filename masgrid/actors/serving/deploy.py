@@ -1,0 +1,136 @@
+"""Deploying a `model` preset on Ray Serve: the vLLM path through `ray.serve.llm`, or the
+CPU stand-in. `describe()` is the dry run: the resolved Serve configuration and the
+placement of engine workers, computed without Ray, vLLM or the weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from masgrid.actors.backends.base import BackendSettings
+from masgrid.actors.serving.spec import ServingError, ServingSpec, parse_serving
+from masgrid.actors.serving.standin import StandinCore, build_app
+
+STANDIN_DEPLOYMENT = "StandIn"
+VLLM_HINT = ("model.serving.kind=vllm needs vLLM: on the GPU nodes run `pip install 'masgrid[vllm]'` "
+             "(ray[llm], which brings vLLM); CPU machines use model=standin")
+
+
+class ServingUnavailable(RuntimeError):
+    """The vLLM path was asked for where vLLM is not installed."""
+
+
+def serve_llm() -> tuple[Any, Any]:
+    """(LLMConfig, build_openai_app) from ray.serve.llm, or a one-line install hint.
+    vLLM is looked up first: importing ray.serve.llm without it logs tracebacks."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ServingUnavailable(VLLM_HINT)
+    try:
+        from ray.serve.llm import LLMConfig, build_openai_app
+    except ImportError:
+        raise ServingUnavailable(VLLM_HINT) from None
+    return LLMConfig, build_openai_app
+
+
+class StandinDeployment:
+    """Serve replica of the stand-in: OpenAI routes over HTTP, `chat` for handle calls."""
+
+    def __init__(self, spec: dict[str, Any], served_name: str) -> None:
+        from masgrid.actors.serving.spec import StandinSpec
+
+        self.core = StandinCore(StandinSpec.model_validate(spec), served_name)
+
+    def __serve_build_asgi_app__(self) -> Any:
+        return build_app(self.core)
+
+    async def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.core.chat(body)
+
+    def calls(self) -> int:
+        return self.core.calls
+
+
+def target(settings: BackendSettings, spec: ServingSpec) -> tuple[str, str]:
+    """(app, deployment) that handle calls go to; `model.deployment` may name either."""
+    app = spec.app
+    name = STANDIN_DEPLOYMENT if spec.kind == "standin" else spec.llm_deployment_name(settings.request_model)
+    if settings.deployment:
+        app, _, dep = settings.deployment.partition("/")
+        name = dep or name
+    return app, name
+
+
+def http_base_url(settings: BackendSettings, spec: ServingSpec) -> str:
+    """Serve's OpenAI route: a proxy runs on every node, so loopback works cluster-wide."""
+    if settings.base_url:
+        return settings.base_url
+    return f"http://127.0.0.1:{spec.http_port}{spec.route_prefix.rstrip('/')}/v1"
+
+
+def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
+    from ray import serve
+
+    if spec.kind == "standin":
+        options: dict[str, Any] = {"name": STANDIN_DEPLOYMENT, "max_ongoing_requests": spec.max_ongoing_requests,
+                                   "ray_actor_options": {"num_cpus": 0}}
+        if spec.autoscaling:
+            options["autoscaling_config"] = spec.autoscaling.model_dump()
+        else:
+            options["num_replicas"] = spec.replicas
+        cls = serve.deployment(serve.ingress()(StandinDeployment), **options)
+        return cls.bind(spec.standin.model_dump(), settings.request_model)
+    LLMConfig, build_openai_app = serve_llm()
+    spec.check_weights()
+    config = LLMConfig(**spec.llm_config_dict(settings.request_model))
+    return build_openai_app({"llm_configs": [config]})
+
+
+def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSpec:
+    """Start (or update) the Serve application of a model preset; returns once it is running."""
+    from ray import serve
+
+    spec = parse_serving(settings.serving)
+    if spec.kind == "vllm":
+        serve_llm()
+        spec.check_weights()  # before anything is scheduled
+    app = build_application(settings, spec)
+    serve.start(http_options={"host": http_host, "port": spec.http_port})
+    serve.run(app, name=spec.app, route_prefix=spec.route_prefix, blocking=False)
+    return spec
+
+
+def describe(settings: BackendSettings, check_paths: bool = False) -> dict[str, Any]:
+    """The dry run: everything `deploy` would do, resolved, without starting anything."""
+    spec = parse_serving(settings.serving)
+    app, dep = target(settings, spec)
+    out: dict[str, Any] = {
+        "model": settings.name, "served_name": settings.request_model, "kind": spec.kind,
+        "serve": {"app": spec.app, "route_prefix": spec.route_prefix, "http_port": spec.http_port,
+                  "openai_base_url": http_base_url(settings, spec), "handle_target": f"{app}/{dep}"},
+        "agents_reach_it_by": spec.route,
+    }
+    if spec.kind == "standin":
+        out["deployment"] = {"name": STANDIN_DEPLOYMENT, **spec.deployment_config(), "num_cpus": 0,
+                             "standin": spec.standin.model_dump()}
+        return out
+    weights_ok = True
+    try:
+        spec.check_weights()
+    except ServingError:
+        if check_paths:
+            raise
+        weights_ok = False
+    par, cl = spec.parallelism, spec.cluster
+    out["llm_config"] = spec.llm_config_dict(settings.request_model)
+    out["weights"] = {"path": spec.model_path, "present_here": weights_ok}
+    out["cluster"] = cl.model_dump()
+    out["placement"] = {
+        "layout": spec.layout, "tensor_parallel_size": par.tensor_parallel_size,
+        "pipeline_parallel_size": par.pipeline_parallel_size, "gpus_per_replica": par.gpus,
+        "nodes_per_replica": spec.nodes_per_replica(), "replicas_max": spec.max_replicas,
+        "tp_spans_nodes": par.tensor_parallel_size > cl.gpus_per_node,
+        "workers": spec.placement(),
+    }
+    return out

@@ -1,0 +1,135 @@
+"""`backend=serve`: agents reach a Ray Serve deployment, by handle or over its OpenAI route.
+
+`model.serving.route=handle` (default) calls the deployment through a DeploymentHandle
+inside the cluster (no HTTP hop; Serve's router, e.g. prefix-aware, picks the replica);
+`route=http` uses the `openai` backend against Serve's HTTP route (`model.base_url`, or
+the preset's route prefix on this node's proxy). For the CPU stand-in each request also
+carries the agent's tag (see `standin.py`); a real model never receives it.
+
+Handle calls get the same contract as the HTTP client: a per-attempt timeout
+(`model.timeout_s`), `model.max_retries` retries with exponential backoff (a hung call is
+cancelled; a replica that died is replaced by Serve and the retry lands on a live one),
+and a `Completion.error` naming the cause after the last attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from masgrid.actors.backends import register_backend
+from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.serving.deploy import http_base_url, target
+from masgrid.actors.serving.spec import ServingSpec, parse_serving
+from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
+from masgrid.envs.tasks import AgentView
+from masgrid.envs.tokens import TokenCounter
+
+BACKOFF_S = 0.5
+
+
+class HandleChatBackend(ChatBackend):
+    """One agent's calls through a DeploymentHandle (the handle itself is shared per host)."""
+
+    def __init__(self, handle: Any, settings: BackendSettings, spec: ServingSpec, count: TokenCounter,
+                 tag: dict[str, Any] | None) -> None:
+        self.handle = handle
+        self.settings = settings
+        self.spec = spec
+        self.count = count
+        self.tag = tag
+
+    def _request(self, messages: list[Message]) -> Any:
+        s = self.settings
+        body: dict[str, Any] = {"model": s.request_model, "messages": messages, **s.extra_body}
+        for key in ("temperature", "top_p", "max_tokens", "seed"):
+            if getattr(s, key) is not None:
+                body[key] = getattr(s, key)
+        if self.tag is not None:
+            body[AGENT_FIELD] = self.tag
+            return body
+        from ray.serve.llm.openai_api_models import ChatCompletionRequest  # vLLM path only
+
+        return ChatCompletionRequest(**body)
+
+    async def _attempt(self, messages: list[Message]) -> dict[str, Any]:
+        if self.spec.kind == "standin":
+            response = self.handle.chat.remote(self._request(messages))
+            try:
+                return await asyncio.wait_for(_await(response), self.settings.timeout_s)
+            except asyncio.TimeoutError:
+                response.cancel()
+                raise
+        # LLMServer.chat is a generator: the non-streaming answer is its first item.
+        stream = self.handle.options(stream=True).chat.remote(self._request(messages))
+        try:
+            item = await asyncio.wait_for(stream.__anext__(), self.settings.timeout_s)
+        except asyncio.TimeoutError:
+            stream.cancel()
+            raise
+        if isinstance(item, list):
+            item = item[0]
+        data = item.model_dump() if hasattr(item, "model_dump") else item
+        if "choices" not in data:
+            raise RuntimeError(f"model error: {str(data.get('message') or data)[:300]}")
+        return data
+
+    async def complete(self, messages: list[Message]) -> Completion:
+        start = time.perf_counter()
+        attempts, last = 0, ""
+        for attempt in range(self.settings.max_retries + 1):
+            attempts = attempt + 1
+            try:
+                data = await self._attempt(messages)
+                break
+            except asyncio.TimeoutError:
+                last = "timeout: the model call exceeded its time limit on every attempt"
+            except Exception as exc:  # noqa: BLE001 - replica death, router errors: retry, then record
+                last = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            if attempt < self.settings.max_retries:
+                await asyncio.sleep(BACKOFF_S * 2 ** attempt)
+        else:
+            return Completion(error=last, latency_s=time.perf_counter() - start, attempts=attempts,
+                              tokens_in=sum(self.count(m["content"]) for m in messages), usage_source="estimate")
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+        usage = data.get("usage")
+        if usage:
+            tin, tout, source = usage["prompt_tokens"], usage["completion_tokens"], "server"
+        else:
+            tin, tout, source = sum(self.count(m["content"]) for m in messages), self.count(text), "estimate"
+        return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source,
+                          latency_s=time.perf_counter() - start, attempts=attempts,
+                          finish_reason=choice.get("finish_reason"))
+
+
+async def _await(response: Any) -> Any:
+    return await response
+
+
+def agent_tag(view: AgentView, protocol: str, seed: int, token_counter: str) -> dict[str, Any]:
+    return AgentTag(view=view, protocol=protocol, seed=seed, token_counter=token_counter).model_dump(mode="json")
+
+
+@register_backend("serve")
+def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
+           shared: dict[str, Any]) -> ChatBackend:
+    spec = shared.get("serve:spec") or shared.setdefault("serve:spec", parse_serving(settings.serving))
+    tag = agent_tag(view, protocol, seed, shared.get("token_counter", "approx")) if spec.kind == "standin" else None
+    if spec.route == "http":
+        from masgrid.actors.backends.openai_chat import OpenAIChatBackend, make_client
+
+        http_settings = settings.model_copy(update={"base_url": http_base_url(settings, spec)})
+        if "serve:client" not in shared:
+            shared["serve:client"] = make_client(http_settings)
+        extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
+        agent_settings = http_settings.model_copy(update={"extra_body": extra})
+        # One pool per host; each agent's backend closes it at the end (closing twice is harmless).
+        return OpenAIChatBackend(agent_settings, count, client=shared["serve:client"])
+    if "serve:handle" not in shared:
+        from ray import serve
+
+        app, name = target(settings, spec)
+        shared["serve:handle"] = serve.get_deployment_handle(name, app_name=app)
+    return HandleChatBackend(shared["serve:handle"], settings, spec, count, tag)

@@ -1,0 +1,48 @@
+"""Serve on loopback inside the session's Ray, and run configs composed as `masgrid run` does."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from masgrid.platform.config import RunConfig
+from masgrid.platform.records import RUN_METRICS
+from masgrid.resources import conf_dir
+
+#: metrics that must not depend on how the model was reached (wall time aside)
+COMPARED = [m for m in RUN_METRICS]
+
+
+def compose_run(overrides: list[str]) -> RunConfig:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=overrides)
+    return RunConfig.from_mapping(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def serve_port(ray_session: Any) -> int:
+    """One Serve HTTP proxy for the session, on a free loopback port."""
+    from ray import serve
+
+    port = free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    return port
+
+
+def metrics_of(results_dir: str, run_id: str) -> dict[str, Any]:
+    import pandas as pd
+
+    runs = pd.read_parquet(f"{results_dir}/runs")
+    row = runs[runs.run_id == run_id].iloc[0].to_dict()
+    return {k: None if pd.isna(row[k]) else row[k] for k in COMPARED if k in row}

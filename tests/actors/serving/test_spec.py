@@ -1,0 +1,110 @@
+"""GH200 presets resolve and validate offline; impossible deployments fail before Ray."""
+
+from __future__ import annotations
+
+import pytest
+
+from masgrid.actors.serving.deploy import ServingUnavailable, build_application, describe, serve_llm
+from masgrid.actors.serving.spec import ServingError, parse_serving
+from masgrid.platform.serving import compose_model
+
+PRESETS = ["deepseek_v31", "qwen3_next_80b", "gpt_oss_120b"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("layout,tp,pp", [("tp16", 16, 1), ("tp4pp4", 4, 4)])
+def test_gh200_presets_resolve(preset: str, layout: str, tp: int, pp: int) -> None:
+    settings = compose_model([f"model={preset}", f"model.serving.layout={layout}"])
+    plan = describe(settings)
+    engine = plan["llm_config"]["engine_kwargs"]
+    assert (engine["tensor_parallel_size"], engine["pipeline_parallel_size"]) == (tp, pp)
+    assert engine["max_model_len"] >= 128 * 1024
+    assert engine["distributed_executor_backend"] == "ray"
+    assert plan["llm_config"]["model_loading_config"]["model_source"].startswith("/")
+    placement = plan["placement"]
+    assert placement["gpus_per_replica"] == 16 and placement["nodes_per_replica"] == 4
+    assert placement["tp_spans_nodes"] is (tp == 16)
+    workers = placement["workers"]
+    assert sorted({w["node"] for w in workers}) == [0, 1, 2, 3]
+    if layout == "tp4pp4":  # each pipeline stage is one node's tensor-parallel group
+        assert all(w["node"] == w["pp_stage"] for w in workers)
+    # GH200 has no Ray accelerator enum value: pinned through the node resource instead.
+    assert "accelerator_type" not in plan["llm_config"]
+    assert plan["llm_config"]["placement_group_config"]["bundle_per_worker"]["accelerator_type:GH200"] > 0
+
+
+def test_deployment_config_is_accepted_by_serve() -> None:
+    from ray.serve._private.config import DeploymentConfig
+
+    spec = parse_serving(compose_model(["model=qwen3_next_80b"]).serving)
+    assert DeploymentConfig(**spec.deployment_config()).num_replicas == 1
+
+
+def test_prefix_aware_router_for_several_replicas() -> None:
+    settings = compose_model(["model=gpt_oss_120b", "model.serving.layout=tp4", "model.serving.replicas=4",
+                              "model.serving.router=prefix_aware"])
+    dc = describe(settings)["llm_config"]["deployment_config"]
+    assert dc["num_replicas"] == 4
+    assert dc["request_router_config"]["request_router_class"].endswith("PrefixCacheAffinityRouter")
+
+
+def _vllm(**serving: object) -> dict:
+    base = dict(compose_model(["model=gpt_oss_120b"]).serving)
+    base.update(serving)
+    return base
+
+
+@pytest.mark.parametrize("override,needle", [
+    ({"model_path": "openai/gpt-oss-120b"}, "model_path: weights come from an absolute local path"),
+    ({"model_path": "s3://bucket/gpt-oss"}, "model_path"),
+    ({"model_path": None}, "model_path"),
+    ({"layout": "tp8pp8"}, "layout: 'tp8pp8' is not one of"),
+    ({"layouts": {"big": {"tensor_parallel_size": 16, "pipeline_parallel_size": 2}}, "layout": "big"}, "need 32 GPUs"),
+    ({"layouts": {"odd": {"tensor_parallel_size": 3}}, "layout": "odd"}, "does not divide"),
+    ({"replicas": 2}, "2 replica(s)"),
+    ({"engine": {"max_model_len": 262144}}, "engine.max_model_len"),
+    ({"layouts": {"one": {"tensor_parallel_size": 1}}, "layout": "one", "cluster": {"gpu_memory_gb": 40}}, "do not fit"),
+])
+def test_impossible_deployments_are_named(override: dict, needle: str) -> None:
+    with pytest.raises(ServingError) as info:
+        parse_serving(_vllm(**override))
+    assert needle in str(info.value)
+    assert str(info.value).startswith("model.serving.")
+
+
+def test_weights_must_exist_locally(tmp_path) -> None:
+    settings = compose_model(["model=gpt_oss_120b", f"model.serving.model_path={tmp_path}/gpt-oss-120b"])
+    assert describe(settings)["weights"]["present_here"] is False
+    with pytest.raises(ServingError, match="no model at"):
+        describe(settings, check_paths=True)
+    (tmp_path / "gpt-oss-120b").mkdir()
+    (tmp_path / "gpt-oss-120b" / "config.json").write_text("{}")
+    assert describe(settings, check_paths=True)["weights"]["present_here"] is True
+
+
+def test_vllm_path_without_vllm_says_what_to_install() -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pass
+    else:  # pragma: no cover - GPU machines
+        pytest.skip("vLLM is installed here")
+    with pytest.raises(ServingUnavailable) as info:
+        serve_llm()
+    message = str(info.value)
+    assert "\n" not in message and "pip install 'masgrid[vllm]'" in message
+    settings = compose_model(["model=gpt_oss_120b"])
+    with pytest.raises(ServingUnavailable):
+        build_application(settings, parse_serving(settings.serving))
+
+
+def test_prefix_router_is_for_vllm_replicas() -> None:
+    with pytest.raises(ServingError, match="model.serving.router"):
+        parse_serving({"kind": "standin", "router": "prefix_aware"})
+
+
+def test_standin_preset_describes_its_deployment() -> None:
+    plan = describe(compose_model(["model=standin", "model.serving.route=http", "model.serving.http_port=9123"]))
+    assert plan["agents_reach_it_by"] == "http"
+    assert plan["serve"]["openai_base_url"] == "http://127.0.0.1:9123/standin/v1"
+    assert plan["serve"]["handle_target"] == "masgrid-standin/StandIn"
