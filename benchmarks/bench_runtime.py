@@ -27,12 +27,12 @@ from masgrid.platform.launch import ensure_ray, run_local, run_one
 
 
 def ray_rss_mb() -> float:
+    """RSS of this benchmark's own Ray cluster: ray.init started GCS, raylet and every
+    worker as descendants of this process (other Ray clusters on the box are excluded)."""
     total = 0
-    for p in psutil.process_iter(["cmdline"]):
+    for p in psutil.Process().children(recursive=True):
         try:
-            cmd = " ".join(p.info["cmdline"] or [])
-            if "ray" in cmd and ("ray::" in cmd or "raylet" in cmd or "gcs_server" in cmd or "default_worker" in cmd):
-                total += p.memory_info().rss
+            total += p.memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return total / 2**20

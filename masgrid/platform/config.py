@@ -28,7 +28,7 @@ class ExecutionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
-    agents_per_actor: int = Field(25, ge=1, description="agents sharing one AgentHost actor")
+    agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None starts local Ray")
     token_counter: str = Field("approx", description="'approx' or 'hf:/path/to/tokenizer.json'")
     round_timeout_s: float | None = Field(None, gt=0, description="cap on one round's model calls; default from model timeout")
