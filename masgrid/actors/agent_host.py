@@ -33,7 +33,12 @@ class HostSpec(BaseModel):
 
 
 class AgentHost:
-    def __init__(self, spec: HostSpec) -> None:
+    def __init__(self, spec: HostSpec | None = None) -> None:
+        if spec is not None:
+            self.configure(spec)
+
+    def configure(self, spec: HostSpec) -> None:
+        """(Re)initialise for a run; a pooled actor is configured afresh for every run."""
         self.spec = spec
         self.count = get_counter(spec.token_counter)
         self.histories: dict[int, list[Message]] = {}

@@ -35,8 +35,14 @@ class OutcomeRecord(BaseModel):
 
 
 class EnvironmentHost:
-    def __init__(self, protocol: str, instance: Instance, token_counter: str = "approx",
-                 condition: str = "base") -> None:
+    def __init__(self, protocol: str | None = None, instance: Instance | None = None,
+                 token_counter: str = "approx", condition: str = "base") -> None:
+        if protocol is not None and instance is not None:
+            self.configure(protocol, instance, token_counter, condition)
+
+    def configure(self, protocol: str, instance: Instance, token_counter: str = "approx",
+                  condition: str = "base") -> None:
+        """(Re)initialise for a run; a pooled actor is configured afresh for every run."""
         task = get_task(instance.task)
         self.instance = instance
         self.count = get_counter(token_counter)

@@ -33,6 +33,8 @@ class ExecutionSettings(BaseModel):
     token_counter: str = Field("approx", description="'approx' or 'hf:/path/to/tokenizer.json'")
     round_timeout_s: float | None = Field(None, gt=0, description="cap on one round's model calls; default from model timeout")
     actor_start_timeout_s: float = Field(120.0, gt=0)
+    reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
+                                                   "(faster sweeps; hosts are then named pool:* not per run)")
 
 
 class RunConfig(BaseModel):

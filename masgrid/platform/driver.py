@@ -121,11 +121,12 @@ class RunLog:
 class RunDriver:
     """Executes one run. Wrapped as a Ray actor by the launcher, or used in-process."""
 
-    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool) -> None:
+    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool, pool: Any = None) -> None:
         self.cfg = cfg
         self.recorder = Port(recorder, recorder_remote)
         self.remote = cfg.execution.executor == "ray"
-        self._actors: list[Any] = []
+        self.pool = pool if self.remote else None  # a HostPool actor: borrow warm hosts
+        self._actors: list[tuple[str, Any]] = []
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
         self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote)
 
@@ -152,7 +153,7 @@ class RunDriver:
             tb = traceback.format_exc(limit=8)
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
-            await self._shutdown()
+            await self._shutdown(clean=status == "ok")
         self.metrics.finished(status)
         chunk, rows = log.take_chunk()
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
@@ -174,26 +175,33 @@ class RunDriver:
         return extras
 
     # -- components ------------------------------------------------------------------------
-    def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
-        """A component as a named Ray actor (or a local object). Concurrency 1 keeps the
+    async def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
+        """A component as a Ray actor (or a local object): named `name` for this run, or
+        borrowed from the host pool and configured for this run. Concurrency 1 keeps the
         environment strictly sequential; async agent hosts interleave their model calls."""
         if not self.remote:
             return Port(cls(*args), remote=False)
         import ray
 
-        actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid",
-                                                     max_concurrency=concurrency).remote(*args)
-        self._actors.append(actor)
+        if self.pool is not None:
+            (actor,) = await self.pool.acquire.remote(cls.__name__, 1)
+            self._actors.append((cls.__name__, actor))
+            await actor.configure.remote(*args)
+        else:
+            actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid",
+                                                         max_concurrency=concurrency).remote(*args)
+            self._actors.append((cls.__name__, actor))
         return Port(actor, remote=True)
 
     async def _start_components(self, instance: Instance) -> tuple[Port, AgentPoolClient]:
         cfg = self.cfg
-        env = self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
-                          cfg.condition)
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
                         token_counter=cfg.execution.token_counter)
-        hosts = [self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)]
+        env, *hosts = await asyncio.gather(
+            self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
+                        cfg.condition),
+            *(self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)))
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
         size = math.ceil(cfg.agents / n_hosts)
         assignment = [i // size for i in range(cfg.agents)]
@@ -206,13 +214,19 @@ class RunDriver:
             round_timeout = (m.timeout_s + 10.0) * (m.max_retries + 1) + 30.0
         return env, AgentPoolClient(hosts, assignment, round_timeout)
 
-    async def _shutdown(self) -> None:
-        if self.remote and self._actors:
-            import ray
+    async def _shutdown(self, clean: bool) -> None:
+        """Kill this run's actors, or hand pooled ones back after a clean run."""
+        if not (self.remote and self._actors):
+            return
+        import ray
 
-            for actor in self._actors:
+        if self.pool is not None and clean:
+            for kind in {k for k, _ in self._actors}:
+                await self.pool.release.remote(kind, [a for k, a in self._actors if k == kind])
+        else:
+            for _, actor in self._actors:
                 ray.kill(actor, no_restart=True)
-            self._actors = []
+        self._actors = []
 
     # -- the run ------------------------------------------------------------------------------
     async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -15,8 +15,9 @@ from masgrid.platform.recorder import Recorder
 
 log = logging.getLogger("masgrid")
 NAMESPACE = "masgrid"
-#: recorder actor per results_dir, kept for the session: an actor whose last handle goes
-#: out of scope is destroyed, and a later lookup by name could race with that.
+#: session-wide actors (a recorder per results_dir, the host pool), kept alive here: an
+#: actor whose last handle goes out of scope is destroyed, and a later lookup by name
+#: could race with that.
 _RECORDERS: dict[str, Any] = {}
 
 
@@ -51,12 +52,26 @@ def recorder_actor(results_dir: str) -> Any:
     return actor
 
 
+def host_pool() -> Any:
+    """The session's pool of warm environment/agent hosts (`execution.reuse_actors`)."""
+    import ray
+
+    from masgrid.platform.pool import HostPool
+
+    key = f"{ray.get_runtime_context().get_job_id()}:pool"
+    if key not in _RECORDERS:
+        _RECORDERS[key] = ray.remote(num_cpus=0)(HostPool).options(
+            name="host-pool", namespace=NAMESPACE, get_if_exists=True).remote()
+    return _RECORDERS[key]
+
+
 def driver_actor(cfg: RunConfig, recorder: Any) -> Any:
     import ray
 
+    pool = host_pool() if cfg.execution.reuse_actors else None
     return ray.remote(num_cpus=0)(RunDriver).options(
         name=f"run:{cfg.run_id}", namespace=NAMESPACE, max_concurrency=16,
-    ).remote(cfg, recorder, True)
+    ).remote(cfg, recorder, True, pool)
 
 
 def run_local(cfg: RunConfig) -> RunSummary:

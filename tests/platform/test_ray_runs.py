@@ -42,3 +42,26 @@ def test_concurrent_runs_on_ray(tmp_path, ray_session):
     assert sorted(runs["run_id"]) == sorted(c.run_id for c in cfgs)
     agents = pd.read_parquet(tmp_path / "grid" / "agents")
     assert len(agents) == sum(c.agents for c in cfgs) and agents["correct"].all()
+
+
+def test_pooled_hosts_are_reused_and_give_identical_results(tmp_path, ray_session):
+    from masgrid.platform.launch import host_pool
+
+    cfgs = [config(tmp_path, "pool", protocol=p, agents=4, k=3, seed=s, execution={"reuse_actors": True})
+            for s in range(2) for p in ("broadcast", "kv")]
+    summaries = run_many(cfgs, max_concurrent=1)
+    assert all(s.status == "ok" and s.success for s in summaries)
+    stats = ray_session.get(host_pool().stats.remote())
+    assert stats["created"] == 2 and stats["reused"] == 2 * (len(cfgs) - 1)  # one env + one host, reused
+    fresh = run_local(config(tmp_path, "fresh", protocol="kv", agents=4, k=3, seed=1,
+                             execution={"executor": "local"}))
+    pooled = next(s for c, s in zip(cfgs, summaries) if c.protocol == "kv" and c.seed == 1)
+    assert (fresh.rounds, fresh.te, fresh.cr) == (pooled.rounds, pooled.te, pooled.cr)
+    pd.testing.assert_frame_equal(comparable_events(tmp_path / "fresh"),
+                                  comparable_events_of(tmp_path / "pool", pooled.run_id))
+
+
+def comparable_events_of(path, run_id):
+    ev = pd.read_parquet(path / "events", filters=[("run_id", "==", run_id)]).sort_values("seq")
+    return ev[["phase", "round", "agent", "kind", "verb", "text", "reply", "tokens_in", "tokens_out",
+               "tokens_comm"]].reset_index(drop=True)
