@@ -28,7 +28,7 @@ class SweepProgress:
         self.failed = 0
         self.log_every_s = log_every_s
         self._t0 = time.monotonic()
-        self._last_line = 0.0
+        self._last_line = float("-inf")  # the first completion always prints
         self._bar: Progress | None = None
         self._task: int | None = None
 

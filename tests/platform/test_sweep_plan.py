@@ -91,3 +91,28 @@ def test_sweep_presets_compose_and_validate():
                 split_job_config(data)
             if name == "masbench":
                 assert sizes == [1, 3, 5, 3, 5, 4, 3]  # task, protocol, N, K, family, condition, seeds
+
+
+def test_progress_plain_lines_and_rich_bar(capsys):
+    import io
+
+    from rich.console import Console
+
+    from masgrid.platform.progress import SweepProgress
+
+    plain = SweepProgress(3, "plain", log_every_s=3600)
+    plain.start()
+    for failed in (False, True, False):
+        plain.advance(failed=failed)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2  # the first line, then rate-limited until the last one
+    assert lines[-1].startswith("[sweep] 3/3 done, 1 failed") and "eta 0:00:00" in lines[-1]
+
+    buf = io.StringIO()
+    bar = SweepProgress(2, "auto", console=Console(file=buf, force_terminal=True, width=120))
+    assert bar.mode == "rich"
+    bar.start()
+    bar.advance(failed=True)
+    bar.advance()
+    bar.stop()
+    assert "2/2" in buf.getvalue() and "1 failed" in buf.getvalue()
