@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GRID = {"protocol": ("broadcast", "kv"), "agents": (1, 2), "seed": (0, 1)}
+GRID = {"protocol": ("broadcast", "p2p", "kv"), "agents": (1, 2), "seed": (0,)}
 
 
 def _command(results_dir: Path) -> list[str]:
