@@ -1,33 +1,106 @@
-"""`masgrid report`: an overview of a results directory."""
+"""`masgrid report RESULTS_DIR`: every MAS-Bench table (Markdown + CSV) and figure in one folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from masgrid.analysis import figures, stats, tables
 from masgrid.analysis.load import load_results
+from masgrid.analysis.markdown import to_markdown, write_table
 
-GROUP_KEYS = ["task", "protocol", "condition", "model", "agents", "k"]
+Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
+
+
+def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None, n1: bool = False) -> Builder:
+    def build(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
+        runs = tables.for_task(runs, task)
+        return stats.welch_tests(runs[runs["agents"] == 1] if n1 else runs, metric, between, by, reference)
+    return build
+
+
+#: name -> (title, builder(runs, main task)); the order of the report's index. Tables 9 and
+#: 10 compare tasks; the others describe the main task (sorting when recorded).
+TABLES: dict[str, tuple[str, Builder]] = {
+    "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
+    "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
+    "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
+    "table6": ("Table 6: mean total tokens per run, Base and ablations vs CAMOC", tables.table6),
+    "table7": ("Table 7: tokens per correct instance on Shared K-V, Base vs CAMOC",
+               lambda r, t: tables.table7(r, "kv", t)),
+    "table8": ("Table 8: mean tokens per run at N=1 by protocol", tables.table8),
+    "table9": ("Table 9: Base SR% by task and model", lambda r, t: tables.table9(r)),
+    "table10": ("Table 10: SR% by condition and task", lambda r, t: tables.table10(r)),
+    "welch_conditions_sr": ("Welch's t-tests, SR per run: each condition vs Base, per model x protocol",
+                            _welch("sr", "condition", ("model", "protocol"), "base")),
+    "welch_conditions_tokens": ("Welch's t-tests, total tokens per run: each condition vs Base, "
+                                "per model x protocol", _welch("tokens_total", "condition", ("model", "protocol"), "base")),
+    "welch_protocols_tokens_n1": ("Welch's t-tests, total tokens per run at N=1: between protocols (G.2)",
+                                  _welch("tokens_total", "protocol", (), None, n1=True)),
+}
+
+
+def overview(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs recorded per task, protocol and model, by status."""
+    counts = runs.groupby(["task", "protocol", "model", "status"]).size().unstack("status", fill_value=0)
+    counts.columns.name = None
+    return counts
+
+
+def build_report(results_dir: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Write every table and figure; return the files written (raises ValueError if no runs)."""
+    results_dir = Path(results_dir)
+    out = Path(out) if out is not None else results_dir / "report"
+    runs = load_results(results_dir).runs
+    if runs.empty:
+        raise ValueError(f"no runs recorded under {results_dir}")
+    written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
+    index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
+             f"({int((runs['status'] != 'ok').sum())} failed, excluded from the tables).", ""]
+    task = "sorting" if (runs["task"] == "sorting").any() else None
+    index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
+    for name, (title, build) in TABLES.items():
+        written += write_table(build(runs, task), out, name, title)
+        index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    if not tables.completed(runs).empty:
+        written.append(figures.figure2(runs, out / "figure2.png", task))
+        index.append("- Figure 2: SR, R, TE and CR against N per model: ![figure 2](figure2.png)")
+    index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
+    (out / "README.md").write_text("\n".join(index), encoding="utf-8")
+    return [out / "README.md", *written]
+
+
+def write_report(results_dir: Path, out: Path | None = None, console: Console | None = None) -> int:
+    """CLI entry: build the report, print the overview and where everything went."""
+    console = console or Console()
+    try:
+        files = build_report(results_dir, out)
+    except ValueError as exc:
+        console.print(f"masgrid report: {exc}")
+        return 1
+    print_overview(results_dir, console)
+    console.print(f"report: {len(files)} files in {files[0].parent} (index: {files[0]})")
+    return 0
 
 
 def print_overview(results_dir: Path, console: Console | None = None) -> int:
+    """Runs per task, protocol and model with their status counts and mean SR%, in the terminal."""
     console = console or Console()
-    res = load_results(results_dir)
-    if res.runs.empty:
+    runs = load_results(results_dir).runs
+    if runs.empty:
         console.print(f"no runs recorded under {results_dir}")
         return 1
-    runs = res.runs
-    ok = runs[runs["status"] == "ok"]
-    keys = [k for k in GROUP_KEYS if k in runs.columns]
-    agg = ok.groupby(keys, dropna=False).agg(runs=("run_id", "count"), success=("success", "mean"),
-                                              sr=("sr", "mean"), rounds=("rounds", "mean"),
-                                              te=("te", "mean"), cr=("cr", "mean")).reset_index()
+    counts = overview(runs)
+    sr = tables.completed(runs).groupby(["task", "protocol", "model"])["sr"].mean().mul(100)
     table = Table(title=f"{results_dir}: {len(runs)} runs, {int((runs['status'] != 'ok').sum())} failed")
-    for col in agg.columns:
-        table.add_column(col)
-    for _, row in agg.iterrows():
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
+    for col in ["task", "protocol", "model", *counts.columns, "SR%"]:
+        table.add_column(str(col))
+    for key, row in counts.iterrows():
+        value = sr.get(key)
+        table.add_row(*map(str, key), *map(str, row.tolist()), "-" if value is None else f"{value:.1f}")
     console.print(table)
     return 0

@@ -37,15 +37,18 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR              summarise a results directory
-  masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)"""
+  masgrid report RESULTS_DIR [--out DIR]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
+
+  sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 
 
 def _run(overrides: list[str]) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from masgrid.platform.config import ConfigError, RunConfig
+    from masgrid.platform.config import ConfigError
+    from masgrid.platform.sweep import split_job_config, take_last_result
 
     outcome: dict[str, Any] = {}
 
@@ -53,7 +56,7 @@ def _run(overrides: list[str]) -> int:
     def hydra_entry(cfg: DictConfig) -> None:
         data = OmegaConf.to_container(cfg, resolve=True)
         try:
-            run_cfg = RunConfig.from_mapping(data)  # type: ignore[arg-type]
+            run_cfg, _ = split_job_config(data)  # type: ignore[arg-type]
         except ConfigError as exc:
             outcome["error"] = str(exc)
             print(exc, file=sys.stderr)
@@ -79,6 +82,9 @@ def _run(overrides: list[str]) -> int:
         hydra_entry()
     finally:
         sys.argv = saved
+    swept = take_last_result()  # set by the masgrid_ray launcher in multirun mode
+    if swept is not None:
+        return swept.exit_code
     if "error" in outcome:
         return 2
     return 0 if outcome.get("status") in ("ok", None) else 1
@@ -168,12 +174,13 @@ def _score(args: list[str]) -> int:
 
 
 def _report(args: list[str]) -> int:
-    from masgrid.analysis.report import print_overview
+    from masgrid.analysis.report import write_report
 
-    if len(args) != 1:
-        print("usage: masgrid report RESULTS_DIR", file=sys.stderr)
-        return 2
-    return print_overview(Path(args[0]))
+    parser = argparse.ArgumentParser(prog="masgrid report")
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS_DIR/report)")
+    ns = parser.parse_args(args)
+    return write_report(ns.results_dir, ns.out)
 
 
 if __name__ == "__main__":

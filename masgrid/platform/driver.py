@@ -22,7 +22,7 @@ from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid.envs.tasks import Instance, Task, get_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
-from masgrid.platform.progress import RunProgress
+from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
 
 EVENT_FLUSH_ROUNDS = 10

@@ -1,47 +1,80 @@
-"""Run progress in the Ray dashboard: Ray metrics exported by every run driver.
+"""Sweep progress: a live rich bar on a terminal, plain timestamped lines in job logs.
 
-The dashboard already lists each driver as the named actor `run:<run_id>` (namespace
-`masgrid`, method `status()` gives phase and round). These metrics add the time series,
-tagged by run id, task and protocol, on the dashboard's Metrics view (Prometheus/Grafana):
-
-- `masgrid_run_round`         gauge: current round of the run (within its phase)
-- `masgrid_run_phase`         gauge: current phase
-- `masgrid_rounds_total`      counter: rounds completed
-- `masgrid_runs_finished_total` counter: finished runs, tagged with `status` (ok | failed)
+`ray job submit` and CI capture stdout without a terminal, where a live bar would either
+vanish or spam carriage returns; there the same counts (done, failed, ETA) are printed as
+one line per `log_every_s` and at the end.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import time
+from typing import Literal
 
-_TAGS = ("run_id", "task", "protocol")
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 
-class RunProgress:
-    """No-op outside Ray (executor=local), so the in-process path needs no cluster."""
+class SweepProgress:
+    def __init__(self, total: int, mode: Literal["auto", "rich", "plain", "off"] = "auto",
+                 log_every_s: float = 10.0, console: Console | None = None) -> None:
+        self.console = console or Console(file=sys.stdout)
+        if mode == "auto":
+            mode = "rich" if self.console.is_terminal else "plain"
+        self.mode = mode
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.log_every_s = log_every_s
+        self._t0 = time.monotonic()
+        self._last_line = float("-inf")  # the first completion always prints
+        self._bar: Progress | None = None
+        self._task: int | None = None
 
-    def __init__(self, run_id: str, task: str, protocol: str, enabled: bool = True) -> None:
-        self.tags = {"run_id": run_id, "task": task, "protocol": protocol}
-        self.enabled = enabled
-        self._m: dict[str, Any] = {}
-        if enabled:
-            from ray.util.metrics import Counter, Gauge
+    def note(self, text: str, err: bool = False) -> None:
+        if self.mode == "off":
+            return
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
-            self._m = {
-                "round": Gauge("masgrid_run_round", "current round of a masgrid run", tag_keys=_TAGS),
-                "phase": Gauge("masgrid_run_phase", "current phase of a masgrid run", tag_keys=_TAGS),
-                "rounds": Counter("masgrid_rounds_total", "rounds completed by masgrid runs", tag_keys=_TAGS),
-                "finished": Counter("masgrid_runs_finished_total", "finished masgrid runs",
-                                    tag_keys=("task", "protocol", "status")),
-            }
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        if self.mode == "rich":
+            self._bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(),
+                                 TextColumn("eta"), TimeRemainingColumn(), console=self.console)
+            self._bar.start()
+            self._task = self._bar.add_task("sweep", total=self.total, failed=0)
 
-    def round(self, phase: int, round_no: int) -> None:
-        if self.enabled:
-            self._m["round"].set(round_no, tags=self.tags)
-            self._m["phase"].set(phase, tags=self.tags)
-            self._m["rounds"].inc(1, tags=self.tags)
+    def advance(self, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += failed
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, advance=1, failed=self.failed)
+        elif self.mode == "plain":
+            now = time.monotonic()
+            if self.done == self.total or now - self._last_line >= self.log_every_s:
+                self._last_line = now
+                print(self.line(), flush=True)
 
-    def finished(self, status: str) -> None:
-        if self.enabled:
-            self._m["finished"].inc(1, tags={"task": self.tags["task"], "protocol": self.tags["protocol"],
-                                             "status": status})
+    def line(self) -> str:
+        elapsed = time.monotonic() - self._t0
+        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
+        rate = self.done / elapsed * 60 if elapsed > 0 else 0.0
+        return (f"[sweep] {self.done}/{self.total} done, {self.failed} failed, "
+                f"{rate:.1f} runs/min, elapsed {_hms(elapsed)}, eta {_hms(eta)}")
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _hms(seconds: float) -> str:
+    if seconds != seconds:  # nan
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"

@@ -21,7 +21,10 @@ def compose_run(overrides: list[str]) -> RunConfig:
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
-    return RunConfig.from_mapping(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    from masgrid.platform.sweep import split_job_config
+
+    run_cfg, _ = split_job_config(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    return run_cfg
 
 
 def free_port() -> int:

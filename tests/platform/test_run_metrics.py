@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid.platform.progress import RunProgress
+from masgrid.platform.run_metrics import RunProgress
 
 
 def test_disabled_outside_ray_records_nothing() -> None:

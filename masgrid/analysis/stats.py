@@ -1,0 +1,61 @@
+"""Welch's t-tests (unequal variances) over per-run metrics, as in MAS-Bench G.2 and G.4.
+
+One test per cell of `by` and per pair of groups of `between`; each run is one sample. A
+pair where either side has fewer than two runs, or both sides have zero variance, gets a
+NaN statistic and p-value rather than an error (deterministic scripted runs do that).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from masgrid.analysis.tables import completed
+
+WELCH_COLUMNS = ["metric", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b", "diff", "t", "p"]
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Two-sided Welch's t statistic and p-value (NaN when undefined)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) < 2 or len(b) < 2 or (a.var() == 0 and b.var() == 0):
+        return float("nan"), float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_ind(a, b, equal_var=False)
+    return float(res.statistic), float(res.pvalue)
+
+
+def welch_tests(runs: pd.DataFrame, metric: str = "sr", between: str = "condition",
+                by: Sequence[str] = ("model", "protocol"), reference: str | None = "base") -> pd.DataFrame:
+    """Compare groups of `between` within each cell of `by`.
+
+    With `reference`, every other group is tested against it (G.4: Base vs each CAMOC
+    variant); with `reference=None`, every pair is tested (G.2: between backends).
+    """
+    ok = completed(runs)
+    rows = []
+    cells = ok.groupby(list(by), dropna=False) if by else [((), ok)]
+    for cell, frame in cells:
+        cell = cell if isinstance(cell, tuple) else (cell,)
+        groups = {g: f[metric].to_numpy(dtype=float) for g, f in frame.groupby(between)}
+        names = sorted(groups, key=str)
+        if reference is not None:
+            pairs = [(reference, g) for g in names if g != reference and reference in groups]
+        else:
+            pairs = list(itertools.combinations(names, 2))
+        for ga, gb in pairs:
+            a, b = groups[ga], groups[gb]
+            t, p = welch(a, b)
+            rows.append({**dict(zip(by, cell)), "metric": metric, "group_a": ga, "group_b": gb,
+                         "n_a": len(a), "n_b": len(b), "mean_a": float(np.nanmean(a)),
+                         "mean_b": float(np.nanmean(b)), "diff": float(np.nanmean(b) - np.nanmean(a)),
+                         "t": t, "p": p})
+    return pd.DataFrame(rows, columns=[*by, *WELCH_COLUMNS])

@@ -1,0 +1,157 @@
+"""MAS-Bench tables (paper section 5 and appendix G) from the `runs` table.
+
+Conventions, where the paper leaves room (docs/analysis.md repeats them):
+- Only runs with status ok enter a table; a failed run is an infrastructure failure (a
+  crashed actor, an unreachable server), not a model's wrong answer, and is counted in
+  `masgrid report`'s overview instead.
+- A cell is the mean over its runs of the per-run metric: SR% = 100 * mean(sr) with sr the
+  per-agent fraction of eq. 4 (an instance's success is sr == 1); R = mean(rounds);
+  TE = mean(te); CR% = 100 * mean(cr). Axes not named by a table are averaged over.
+- Table 6 reports mean total tokens per run (Base and both ablations pooled vs CAMOC);
+  Table 7 divides all tokens spent by the number of successful instances.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+PROTOCOLS = ("broadcast", "p2p", "kv")
+CONDITIONS = ("base", "camoc", "abl_submit", "abl_message")
+MODES = ("asc", "near_asc", "random", "near_desc", "desc")
+#: (column in the tables, source column in runs, scale)
+METRICS: tuple[tuple[str, str, float], ...] = (("SR%", "sr", 100.0), ("R", "rounds", 1.0),
+                                               ("TE", "te", 1.0), ("CR%", "cr", 100.0))
+
+
+def completed(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs that finished with status ok."""
+    if runs.empty:
+        return runs
+    return runs[runs["status"] == "ok"]
+
+
+def _order(values: Sequence[object], preferred: Sequence[object]) -> list[object]:
+    present = list(dict.fromkeys(values))
+    return [v for v in preferred if v in present] + sorted((v for v in present if v not in preferred), key=str)
+
+
+def for_task(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
+    """Ok runs of one task (None: all tasks). Tables 1-8 describe sorting unless told otherwise."""
+    ok = completed(runs)
+    return ok if task is None or ok.empty else ok[ok["task"] == task]
+
+
+def _metric_frame(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    ok = completed(runs)
+    agg = ok.groupby(keys, dropna=False).agg(**{name: (col, "mean") for name, col, _ in METRICS},
+                                              runs=("run_id", "count"))
+    for name, _, scale in METRICS:
+        agg[name] = agg[name] * scale
+    return agg
+
+
+def table1(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Table 1: rows (model, condition), columns (protocol, SR% | R | TE | CR%)."""
+    runs = for_task(runs, task)
+    agg = _metric_frame(runs, ["model", "condition", "protocol"])
+    wide = agg[[m for m, _, _ in METRICS]].unstack("protocol")
+    wide = wide.swaplevel(0, 1, axis=1)
+    protocols = _order(wide.columns.get_level_values(0), PROTOCOLS)
+    wide = wide.reindex(columns=pd.MultiIndex.from_product([protocols, [m for m, _, _ in METRICS]]))
+    conditions = _order(wide.index.get_level_values("condition"), CONDITIONS)
+    models = sorted(set(wide.index.get_level_values("model")), key=str)
+    rows = [(m, c) for m in models for c in conditions if (m, c) in wide.index]
+    return wide.reindex(pd.MultiIndex.from_tuples(rows, names=["model", "condition"]))
+
+
+def table2(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Table 2: SR% by N (rows) and (protocol, K) (columns), averaged over everything else."""
+    runs = for_task(runs, task)
+    ok = completed(runs)
+    sr = ok.groupby(["agents", "protocol", "k"])["sr"].mean().mul(100).unstack(["protocol", "k"])
+    protocols = _order(sr.columns.get_level_values(0), PROTOCOLS)
+    cols = [(p, k) for p in protocols for k in sorted(set(sr.columns.get_level_values(1))) if (p, k) in sr.columns]
+    sr = sr.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["protocol", "k"])).sort_index()
+    sr.index.name = "N"
+    return sr
+
+
+def table3(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Table 3: by input family (ordered by disorder): SR%, R, TE, CR% and the mean inversion rate."""
+    runs = for_task(runs, task)
+    agg = _metric_frame(runs, ["mode"])
+    ok = completed(runs)
+    if "rho" in ok.columns:
+        agg.insert(0, "rho", ok.groupby("mode", dropna=False)["rho"].mean())
+    return agg.reindex(_order(agg.index, MODES))
+
+
+def scaling(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Figure 2's data: SR%, R, TE, CR% by (model, N), averaged over K, mode, protocol, condition."""
+    runs = for_task(runs, task)
+    return _metric_frame(runs, ["model", "agents"])
+
+
+def table6(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Table 6: mean total tokens per run by protocol, Base and ablations pooled vs CAMOC."""
+    runs = for_task(runs, task)
+    ok = completed(runs)
+    ok = ok[ok["condition"].isin(CONDITIONS)]
+    is_camoc = ok["condition"] == "camoc"
+    out = pd.DataFrame({
+        "base_abl_tokens": ok[~is_camoc].groupby("protocol")["tokens_total"].mean(),
+        "camoc_tokens": ok[is_camoc].groupby("protocol")["tokens_total"].mean(),
+        "base_abl_runs": ok[~is_camoc].groupby("protocol")["run_id"].count(),
+        "camoc_runs": ok[is_camoc].groupby("protocol")["run_id"].count(),
+    })
+    out["delta_pct"] = (out["camoc_tokens"] / out["base_abl_tokens"] - 1) * 100
+    out = out.reindex(_order(out.index, ("kv", "p2p", "broadcast")))
+    out.index.name = "protocol"
+    return out
+
+
+def tokens_per_correct(runs: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Sum of tokens over all ok runs / number of successful instances (NaN if none succeeded)."""
+    ok = completed(runs)
+    g = ok.groupby(keys)
+    succ = g["success"].apply(lambda s: int(s.fillna(False).astype(bool).sum()))
+    return g["tokens_total"].sum() / succ.replace(0, np.nan)
+
+
+def table7(runs: pd.DataFrame, protocol: str = "kv", task: str | None = "sorting") -> pd.DataFrame:
+    """Table 7: tokens per correct instance on one protocol (Shared K-V), Base vs CAMOC, per model."""
+    runs = for_task(runs, task)
+    ok = completed(runs)
+    ok = ok[(ok["protocol"] == protocol) & ok["condition"].isin(["base", "camoc"])]
+    per = tokens_per_correct(ok, ["model", "condition"]).unstack("condition")
+    per = per.reindex(columns=["base", "camoc"])
+    per["reduction_pct"] = (per["camoc"] / per["base"] - 1) * 100
+    per.columns.name = None
+    return per
+
+
+def table8(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
+    """Table 8: mean tokens per run at N=1 by protocol (interface friction without coordination)."""
+    runs = for_task(runs, task)
+    ok = completed(runs)
+    ok = ok[ok["agents"] == 1]
+    out = ok.groupby("protocol").agg(tokens_per_run=("tokens_total", "mean"), runs=("run_id", "count"))
+    return out.reindex(_order(out.index, ("kv", "p2p", "broadcast")))
+
+
+def table9(runs: pd.DataFrame) -> pd.DataFrame:
+    """Table 9: Base success rate (SR%) by task (rows) and model (columns)."""
+    ok = completed(runs)
+    ok = ok[ok["condition"] == "base"]
+    out = ok.groupby(["task", "model"])["sr"].mean().mul(100).unstack("model")
+    return out.reindex(_order(out.index, ("max", "prefix_sum", "sorting")))
+
+
+def table10(runs: pd.DataFrame) -> pd.DataFrame:
+    """Table 10: SR% by condition (rows) and task (columns), averaged over models and the rest."""
+    ok = completed(runs)
+    out = ok.groupby(["condition", "task"])["sr"].mean().mul(100).unstack("task")
+    return out.reindex(_order(out.index, ("base", "abl_message", "abl_submit", "camoc")))

@@ -1,0 +1,181 @@
+"""Sweeps: validate a whole grid, skip what is already recorded, run the rest on Ray.
+
+A run's identity is `RunConfig.run_id` (hash of the resolved config and seed, without
+`results_dir` and `execution`). The recorder names every file by run id and writes the
+`runs` row last, so "complete" means "has a runs row": resuming an interrupted sweep
+re-plans the grid against `results_dir/runs`, skips runs recorded with status ok, and
+re-runs failed ones only when asked (`sweep.retry_failed=true`). The Hydra launcher in
+`hydra_plugins/masgrid_ray_launcher` feeds this module; `ray job submit` runs the same CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from masgrid.platform.config import ConfigError, RunConfig, format_validation_error
+
+#: the config node holding sweep settings; stripped before RunConfig validation
+SWEEP_KEY = "sweep"
+
+
+class SweepSettings(BaseModel):
+    """How a grid is executed; never part of any run's identity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
+    retry_failed: bool = Field(False, description="re-run grid points recorded with status failed")
+    progress: Literal["auto", "rich", "plain", "off"] = Field(
+        "auto", description="auto: a live bar on a terminal, plain log lines otherwise (job logs)")
+    log_every_s: float = Field(10.0, ge=0, description="plain mode: at most one progress line per interval")
+
+
+def split_job_config(data: Mapping[str, Any]) -> tuple[RunConfig, SweepSettings]:
+    """One composed job config (hydra node removed) -> validated run config and sweep settings."""
+    data = dict(data)
+    raw = data.pop(SWEEP_KEY, None) or {}
+    problems: list[str] = []
+    settings = cfg = None
+    try:
+        settings = SweepSettings.model_validate(raw)
+    except ValidationError as exc:
+        problems += [f"  {SWEEP_KEY}.{line.strip()}" for line in format_validation_error(exc).splitlines()[1:]]
+    try:
+        cfg = RunConfig.from_mapping(data)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()[1:]
+    if settings is None or cfg is None:
+        raise ConfigError("\n".join(["invalid configuration:", *problems]))
+    return cfg, settings
+
+
+@dataclass
+class SweepPlan:
+    """What a sweep will do, decided before Ray starts."""
+
+    total: int  # distinct grid points
+    todo: list[RunConfig]
+    skipped_ok: int = 0
+    skipped_failed: int = 0  # recorded failures left alone (retry_failed=false)
+    retried: int = 0  # recorded failures that will run again
+    duplicates: int = 0  # job configs that resolve to an already listed run id
+
+
+def recorded_status(results_dir: str) -> dict[str, str]:
+    """run_id -> status of every run with a runs row under results_dir (empty if none)."""
+    from pathlib import Path
+
+    if not (Path(results_dir) / "runs").is_dir():
+        return {}
+    from masgrid.platform.recorder import Recorder
+
+    return Recorder(results_dir).run_status()
+
+
+def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False) -> SweepPlan:
+    seen: set[str] = set()
+    unique: list[RunConfig] = []
+    for cfg in cfgs:
+        if cfg.run_id not in seen:
+            seen.add(cfg.run_id)
+            unique.append(cfg)
+    statuses: dict[str, dict[str, str]] = {}
+    plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
+    for cfg in unique:
+        status = statuses.setdefault(cfg.results_dir, recorded_status(cfg.results_dir)).get(cfg.run_id)
+        if status == "ok":
+            plan.skipped_ok += 1
+        elif status is not None and not retry_failed:
+            plan.skipped_failed += 1
+        else:
+            plan.retried += status is not None
+            plan.todo.append(cfg)
+    return plan
+
+
+class SweepResult(BaseModel):
+    total: int = 0
+    skipped_ok: int = 0
+    skipped_failed: int = 0
+    ran: int = 0
+    ok: int = 0
+    failed: int = 0
+    failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
+    error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return 2
+        return 1 if self.failed else 0
+
+
+@dataclass
+class _Last:
+    result: SweepResult | None = None
+
+
+_LAST = _Last()
+
+
+def remember(result: SweepResult) -> None:
+    """Keep the result for the CLI (Hydra's multirun discards the launcher's return values)."""
+    _LAST.result = result
+
+
+def take_last_result() -> SweepResult | None:
+    result, _LAST.result = _LAST.result, None
+    return result
+
+
+def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
+    """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight."""
+    from masgrid.platform.launch import ensure_ray, run_many
+    from masgrid.platform.progress import SweepProgress
+
+    plan = plan_sweep(cfgs, settings.retry_failed)
+    result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
+    results_dirs = sorted({c.results_dir for c in cfgs})
+    progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
+    progress.note(f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, "
+                  f"{plan.skipped_failed} recorded as failed and left alone"
+                  f"{' (sweep.retry_failed=true re-runs them)' if plan.skipped_failed else ''}, "
+                  f"{len(plan.todo)} to run ({plan.retried} retries), at most {settings.max_concurrent} at once")
+
+    def on_done(cfg: RunConfig, summary: Any) -> None:
+        result.ran += 1
+        if summary.status == "ok":
+            result.ok += 1
+        else:
+            result.failed += 1
+            result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
+        progress.advance(failed=summary.status != "ok")
+
+    if plan.todo:  # start Ray before the clock so the ETA reflects runs, not start-up
+        ensure_ray(plan.todo[0].execution.ray_address)
+    progress.start()
+    try:
+        run_many(plan.todo, max_concurrent=settings.max_concurrent, on_done=on_done)
+    finally:
+        progress.stop()
+    progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, failed {result.failed}), "
+                  f"skipped {result.skipped_ok + result.skipped_failed}; results in "
+                  + ", ".join(f"{d}/runs" for d in results_dirs))
+    for run_id, err in result.failures.items():
+        progress.note(f"  failed {run_id}: {err}", err=True)
+    return result
+
+
+def report_config_errors(errors: list[tuple[str, str]]) -> str:
+    """One message for every invalid job of a grid: `overrides` then the field errors."""
+    lines = [f"{len(errors)} job(s) of the sweep have an invalid configuration; nothing was run:"]
+    for overrides, msg in errors:
+        lines.append(f"- {overrides}")
+        lines.extend("    " + line for line in msg.splitlines())
+    text = "\n".join(lines)
+    print(text, file=sys.stderr)
+    return text

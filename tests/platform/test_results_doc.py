@@ -1,0 +1,25 @@
+"""docs/results.md documents exactly the schema in masgrid/platform/records.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from masgrid.platform import schema_doc
+from masgrid.platform.records import RUN_METRICS, runs_schema
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
+
+
+def test_results_doc_is_generated_from_the_schema():
+    doc = DOC.read_text(encoding="utf-8")
+    assert schema_doc.render(doc) == doc, "run `python -m masgrid.platform.schema_doc` to update docs/results.md"
+
+
+def test_every_metric_column_has_meaning_and_unit_in_the_doc():
+    doc = DOC.read_text(encoding="utf-8")
+    for name, (dtype, meaning) in RUN_METRICS.items():
+        assert name in runs_schema().names
+        row = next(line for line in doc.splitlines() if line.startswith(f"| `{name}` |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2] and cells[2] != "see meaning", name  # a real unit
+        assert cells[3] == meaning and meaning

@@ -1,0 +1,118 @@
+"""Sweep planning against recorded results (no Ray) and grid validation through Hydra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from masgrid.platform.config import ConfigError, RunConfig
+from masgrid.platform.recorder import Recorder
+from masgrid.platform.sweep import SweepSettings, plan_sweep, split_job_config
+
+
+def _grid(results_dir: Path) -> list[RunConfig]:
+    return [RunConfig(protocol=p, agents=n, k=1, seed=0, results_dir=str(results_dir))
+            for p in ("broadcast", "kv") for n in (1, 2)]
+
+
+def _record(cfg: RunConfig, status: str) -> None:
+    row = {**cfg.columns(), "status": status, "error": None if status == "ok" else "RuntimeError: boom"}
+    Recorder(cfg.results_dir).finish_run(row, [], cfg.partition)
+
+
+def test_plan_skips_ok_and_leaves_failed_unless_asked(tmp_path):
+    grid = _grid(tmp_path)
+    assert len(plan_sweep(grid).todo) == 4  # nothing recorded yet (and no folder is created)
+    assert not (tmp_path / "runs").exists()
+    _record(grid[0], "ok")
+    _record(grid[1], "failed")
+    plan = plan_sweep(grid)
+    assert [c.run_id for c in plan.todo] == [grid[2].run_id, grid[3].run_id]
+    assert (plan.skipped_ok, plan.skipped_failed, plan.retried) == (1, 1, 0)
+    retry = plan_sweep(grid, retry_failed=True)
+    assert [c.run_id for c in retry.todo] == [grid[1].run_id, grid[2].run_id, grid[3].run_id]
+    assert (retry.skipped_ok, retry.skipped_failed, retry.retried) == (1, 0, 1)
+
+
+def test_identity_ignores_execution_and_results_dir_but_not_seed(tmp_path):
+    a = RunConfig(results_dir=str(tmp_path / "x"))
+    b = RunConfig(results_dir=str(tmp_path / "y"), execution={"agents_per_actor": 3})
+    assert a.run_id == b.run_id
+    plan = plan_sweep([a, a.model_copy(), RunConfig(seed=1, results_dir=str(tmp_path / "x"))])
+    assert (plan.total, plan.duplicates, len(plan.todo)) == (2, 1, 2)
+
+
+def test_split_job_config_strips_sweep_node_and_reports_both_layers():
+    cfg, settings = split_job_config({"agents": 3, "sweep": {"max_concurrent": 7, "retry_failed": True}})
+    assert (cfg.agents, settings.max_concurrent, settings.retry_failed) == (3, 7, True)
+    assert split_job_config({"agents": 3})[1] == SweepSettings()
+    with pytest.raises(ConfigError) as err:
+        split_job_config({"agents": 0, "sweep": {"max_concurrent": 0}})
+    assert "sweep.max_concurrent" in str(err.value) and "agents:" in str(err.value)
+
+
+def test_invalid_grid_is_rejected_before_anything_runs(tmp_path, capsys):
+    from masgrid.platform.cli import main
+
+    rc = main(["run", "-m", "protocol=broadcast,nope", "agents=1,2", f"results_dir={tmp_path}",
+               "sweep.progress=off"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "2 job(s) of the sweep have an invalid configuration" in err
+    assert "protocol: unknown protocol 'nope'" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sweep_presets_compose_and_validate():
+    """Every preset under conf/sweep/ expands to a grid of valid run configs (no Ray)."""
+    import itertools
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from masgrid.resources import conf_dir
+
+    presets = sorted(p.stem for p in (conf_dir() / "sweep").glob("*.yaml"))
+    assert "masbench" in presets
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        for name in presets:
+            cfg = compose("config", overrides=[f"sweep={name}"], return_hydra_config=True)
+            params = {k: str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
+            base = OmegaConf.to_container(cfg, resolve=False)
+            base.pop("hydra")
+            sizes = [len(v) for v in params.values()]
+            combos = list(itertools.product(*params.values()))
+            assert len(combos) == __import__("math").prod(sizes)
+            for combo in combos[:: max(1, len(combos) // 50)]:  # a spread sample of the grid
+                data = {**base, **{k: v for k, v in zip(params, combo)}}
+                split_job_config(data)
+            if name == "masbench":
+                assert sizes == [1, 3, 5, 3, 5, 4, 3]  # task, protocol, N, K, family, condition, seeds
+
+
+def test_progress_plain_lines_and_rich_bar(capsys):
+    import io
+
+    from rich.console import Console
+
+    from masgrid.platform.progress import SweepProgress
+
+    plain = SweepProgress(3, "plain", log_every_s=3600)
+    plain.start()
+    for failed in (False, True, False):
+        plain.advance(failed=failed)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2  # the first line, then rate-limited until the last one
+    assert lines[-1].startswith("[sweep] 3/3 done, 1 failed") and "eta 0:00:00" in lines[-1]
+
+    buf = io.StringIO()
+    bar = SweepProgress(2, "auto", console=Console(file=buf, force_terminal=True, width=120))
+    assert bar.mode == "rich"
+    bar.start()
+    bar.advance(failed=True)
+    bar.advance()
+    bar.stop()
+    assert "2/2" in buf.getvalue() and "1 failed" in buf.getvalue()
