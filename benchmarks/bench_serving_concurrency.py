@@ -51,15 +51,16 @@ def start_server(latency: float) -> tuple[str, StandinCore]:
     return f"http://127.0.0.1:{port}/v1", core
 
 
-def configs(base_url: str, runs: int, agents: int, results_dir: str, protocol: str, k: int) -> list[RunConfig]:
+def configs(base_url: str, runs: int, agents: int, results_dir: str, protocol: str, k: int,
+            pooled: bool = False, first_seed: int = 0) -> list[RunConfig]:
     model = {"name": "standin", "served_name": "masgrid-standin", "base_url": base_url, "timeout_s": 600,
              "max_retries": 0, "max_concurrency": 1024,
              "serving": {"kind": "standin", "route": "http"}}
     return [RunConfig.from_mapping({"task": "sorting", "protocol": protocol, "agents": agents, "k": k,
                                     "mode": "random", "backend": "serve", "model": model, "seed": seed,
                                     "results_dir": results_dir,
-                                    "execution": {"agents_per_actor": 25}})
-            for seed in range(runs)]
+                                    "execution": {"agents_per_actor": 25, "reuse_actors": pooled}})
+            for seed in range(first_seed, first_seed + runs)]
 
 
 def measure(label: str, cfgs: list[RunConfig], latency: float) -> dict[str, object]:
@@ -95,13 +96,19 @@ def main() -> None:
     parser.add_argument("--protocol", default="broadcast")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None, help="write the table (markdown) here")
+    parser.add_argument("--pooled", action="store_true",
+                        help="execution.reuse_actors=true, after an unmeasured warm-up that fills the host pool")
     ns = parser.parse_args()
     ensure_ray(None, log_to_driver=False)
     base_url, core = start_server(ns.latency)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        rows.append(measure("1 run x 100 agents", configs(base_url, 1, 100, f"{tmp}/a", ns.protocol, ns.k), ns.latency))
-        rows.append(measure("20 runs x 20 agents", configs(base_url, 20, 20, f"{tmp}/b", ns.protocol, ns.k), ns.latency))
+        for label, runs, agents in (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20)):
+            out = f"{tmp}/{runs}x{agents}"
+            if ns.pooled:  # start the hosts once, then measure runs that borrow them
+                run_many(configs(base_url, runs, agents, out + "-warm", ns.protocol, ns.k, True, 1000), runs)
+            cfgs = configs(base_url, runs, agents, out, ns.protocol, ns.k, ns.pooled)
+            rows.append(measure(label + (" (pooled hosts)" if ns.pooled else ""), cfgs, ns.latency))
     table = pd.DataFrame(rows).to_markdown(index=False)
     note = (f"latency {ns.latency} s per generated token, protocol={ns.protocol}, k={ns.k}, "
             f"server calls {core.calls}")

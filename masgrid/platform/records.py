@@ -62,7 +62,7 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "edges": (pa.int64(), "AgentsNet graph edge count"),
     "invalid_answers": (pa.int64(), "AgentsNet final answers missing or not a valid option (scored agents)"),
     "byzantine_agents": (pa.int64(), "AgentsNet agents given the adversarial objective (appendix I)"),
-    "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none | aware | unaware"),
+    "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none, aware or unaware"),
     "chain_of_thought": (pa.bool_(), "AgentsNet: agents asked to reason before each JSON reply"),
 }
 

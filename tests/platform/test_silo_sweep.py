@@ -9,7 +9,7 @@ from masgrid.resources import conf_dir
 
 def params(preset: str) -> dict[str, list[str]]:
     with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        cfg = compose("config", overrides=[f"+sweep={preset}"], return_hydra_config=True)
+        cfg = compose("config", overrides=[f"sweep={preset}"], return_hydra_config=True)
     return {key: str(value).split(",") for key, value in cfg.hydra.sweeper.params.items()}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from pathlib import Path
 
 import pytest
@@ -87,7 +89,16 @@ def test_sweep_presets_compose_and_validate():
             combos = list(itertools.product(*params.values()))
             assert len(combos) == __import__("math").prod(sizes)
             for combo in combos[:: max(1, len(combos) // 50)]:  # a spread sample of the grid
-                data = {**base, **{k: v for k, v in zip(params, combo)}}
+                data = copy.deepcopy(base)
+                for key, value in zip(params, combo):  # dotted keys (agentsnet.byzantine) nest
+                    if key == "model":  # a config group: the value names conf/model/<value>.yaml
+                        data["model"] = OmegaConf.to_container(OmegaConf.load(conf_dir() / "model" / f"{value}.yaml"))
+                        continue
+                    *parents, leaf = key.split(".")
+                    node = data
+                    for part in parents:
+                        node = node.setdefault(part, {})
+                    node[leaf] = value
                 split_job_config(data)
             if name == "masbench":
                 assert sizes == [1, 3, 5, 3, 5, 4, 3]  # task, protocol, N, K, family, condition, seeds
