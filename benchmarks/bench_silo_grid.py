@@ -32,6 +32,8 @@ def main() -> None:
     parser.add_argument("--scales", default=",".join(map(str, SCALES)))
     parser.add_argument("--num-cpus", type=int, default=None)
     parser.add_argument("--report-only", action="store_true", help="only summarise an existing --out")
+    parser.add_argument("--fresh-actors", action="store_true",
+                        help="start new hosts for every run instead of borrowing warm ones (as sweeps do)")
     args = parser.parse_args()
     if args.report_only:
         summarise(Path(args.out))
@@ -45,7 +47,9 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     tasks = [f"silo/{t}" for t in (args.tasks.split(",") if args.tasks else sorted(SILO_SPECS))]
     scales = [int(s) for s in args.scales.split(",")]
-    cfgs = [RunConfig.from_mapping({"task": t, "protocol": p, "agents": n, "results_dir": str(out)})
+    execution = {"reuse_actors": not args.fresh_actors}
+    cfgs = [RunConfig.from_mapping({"task": t, "protocol": p, "agents": n, "results_dir": str(out),
+                                    "execution": execution})
             for t in tasks for n in scales for p in PROTOCOLS]
     ensure_ray(None, num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     t0 = time.perf_counter()
@@ -55,6 +59,7 @@ def main() -> None:
         "tasks": len(tasks), "runs": len(cfgs), "ok": sum(s.status == "ok" for s in summaries),
         "success": sum(bool(s.success) for s in summaries), "wall_s": round(wall, 1),
         "runs_per_minute": round(60 * len(cfgs) / wall, 1), "concurrency": args.concurrency,
+        "reuse_actors": not args.fresh_actors,
     }
     print(json.dumps(report, indent=2))
     summarise(out)

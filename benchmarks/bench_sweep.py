@@ -38,25 +38,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--concurrency", default="8,4,2,1")
+    ap.add_argument("--reuse", default="on,off", help="warm host pool (sweep.reuse_actors): on, off or both")
     ap.add_argument("--json", type=Path, default=None)
     ns = ap.parse_args()
     ensure_ray(None, include_dashboard=False, configure_logging=False, log_to_driver=False)
     rows = []
-    for level in (int(c) for c in ns.concurrency.split(",")):
+    levels = [(int(c), r == "on") for c in ns.concurrency.split(",") for r in ns.reuse.split(",")]
+    for level, reuse in levels:
         with tempfile.TemporaryDirectory(prefix=f"bench_sweep_c{level}_") as tmp:
             cfgs = grid(ns.runs, tmp)
             t0 = time.perf_counter()
-            result = run_sweep(cfgs, SweepSettings(max_concurrent=level, progress="off"))
+            result = run_sweep(cfgs, SweepSettings(max_concurrent=level, progress="off", reuse_actors=reuse))
             wall = time.perf_counter() - t0
             runs = pd.read_parquet(Path(tmp) / "runs")
-            rows.append({"max_concurrent": level, "runs": result.ran, "failed": result.failed, "wall_s": round(wall, 1),
+            rows.append({"max_concurrent": level, "reuse_actors": reuse, "runs": result.ran, "failed": result.failed, "wall_s": round(wall, 1),
                          "runs_per_min": round(result.ran / wall * 60, 1),
                          "mean_run_wall_s": round(float(runs["wall_s"].mean()), 2)})
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| max_concurrent | runs | failed | sweep wall (s) | runs/min | mean run wall (s) |\n|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['max_concurrent']} | {r['runs']} | {r['failed']} | {r['wall_s']} | {r['runs_per_min']} | "
-              f"{r['mean_run_wall_s']} |")
+    print("\n" + pd.DataFrame(rows).to_markdown(index=False))
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=2))
 

@@ -32,6 +32,8 @@ class SweepSettings(BaseModel):
     progress: Literal["auto", "rich", "plain", "off"] = Field(
         "auto", description="auto: a live bar on a terminal, plain log lines otherwise (job logs)")
     log_every_s: float = Field(10.0, ge=0, description="plain mode: at most one progress line per interval")
+    reuse_actors: bool = Field(True, description="runs borrow warm environment/agent hosts from the pool "
+                                                 "(execution.reuse_actors; see benchmarks/bench_runtime.py)")
 
 
 def split_job_config(data: Mapping[str, Any]) -> tuple[RunConfig, SweepSettings]:
@@ -158,8 +160,10 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
     if plan.todo:  # start Ray before the clock so the ETA reflects runs, not start-up
         ensure_ray(plan.todo[0].execution.ray_address)
     progress.start()
+    todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
+            if settings.reuse_actors else c for c in plan.todo]  # placement only: run ids unchanged
     try:
-        run_many(plan.todo, max_concurrent=settings.max_concurrent, on_done=on_done)
+        run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done)
     finally:
         progress.stop()
     progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, failed {result.failed}), "
