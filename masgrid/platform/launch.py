@@ -19,6 +19,8 @@ NAMESPACE = "masgrid"
 #: actor whose last handle goes out of scope is destroyed, and a later lookup by name
 #: could race with that.
 _RECORDERS: dict[str, Any] = {}
+#: warm driver processes kept between run_many calls (execution.reuse_actors)
+MAX_IDLE_DRIVERS = 32
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
@@ -74,6 +76,17 @@ def driver_actor(cfg: RunConfig, recorder: Any) -> Any:
     ).remote(cfg, recorder, True, pool)
 
 
+class DriverWorker:
+    """A long-lived driver process executing runs one after another (warm-pool mode), so a
+    run borrows an already-started process instead of starting one (bench_serving_concurrency)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
+        return await RunDriver(cfg, recorder, True, self.pool).run()
+
+
 def run_local(cfg: RunConfig) -> RunSummary:
     """Everything in this process: no Ray at all (debugging, profiling)."""
     return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
@@ -112,28 +125,42 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
     recorders: dict[str, Any] = {}
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}
+    key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
+    idle_workers: list[Any] = _RECORDERS.setdefault(key, [])  # warm drivers kept for the session
     queue = list(enumerate(cfgs))
-    while queue or in_flight:
-        while queue and len(in_flight) < max_concurrent:
-            idx, cfg = queue.pop(0)
-            rec = recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
-            driver = driver_actor(cfg, rec)
-            in_flight[driver.run.remote()] = (idx, driver)
-        done, _ = ray.wait(list(in_flight), num_returns=1)
-        for ref in done:
-            idx, driver = in_flight.pop(ref)
-            cfg = cfgs[idx]
-            try:
-                summary = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - the driver itself died: record it here
-                summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
-                                     results_dir=cfg.results_dir)
-                log.error("run %s failed: %s", cfg.run_id, exc)
-                row = {**cfg.columns(), "status": "failed", "error": summary.error}
-                ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
-            finally:
-                ray.kill(driver, no_restart=True)
-            results[idx] = summary
-            if on_done:
-                on_done(cfg, summary)
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < max_concurrent:
+                idx, cfg = queue.pop(0)
+                rec = recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
+                if cfg.execution.reuse_actors:
+                    worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
+                        namespace=NAMESPACE, max_concurrency=16).remote(host_pool())
+                    in_flight[worker.run.remote(cfg, rec)] = (idx, worker)
+                else:
+                    driver = driver_actor(cfg, rec)
+                    in_flight[driver.run.remote()] = (idx, driver)
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in done:
+                idx, actor = in_flight.pop(ref)
+                cfg = cfgs[idx]
+                try:
+                    summary = ray.get(ref)
+                    if cfg.execution.reuse_actors:
+                        idle_workers.append(actor)
+                    else:
+                        ray.kill(actor, no_restart=True)
+                except Exception as exc:  # noqa: BLE001 - the driver itself died: record it here
+                    ray.kill(actor, no_restart=True)
+                    summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
+                                         results_dir=cfg.results_dir)
+                    log.error("run %s failed: %s", cfg.run_id, exc)
+                    row = {**cfg.columns(), "status": "failed", "error": summary.error}
+                    ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
+                results[idx] = summary
+                if on_done:
+                    on_done(cfg, summary)
+    finally:
+        while len(idle_workers) > MAX_IDLE_DRIVERS:
+            ray.kill(idle_workers.pop(), no_restart=True)
     return [r for r in results if r is not None]
