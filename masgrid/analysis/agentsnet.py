@@ -142,6 +142,8 @@ def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from masgrid.analysis.figures import save_figure
+
     cells = cell_stats(runs)
     per = propagate(cells, ["model", "agents", "problem"])
     sizes = sorted(per["agents"].unique())
@@ -161,11 +163,7 @@ def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
         ax.tick_params(axis="x", labelrotation=45)
     axes[0][0].set_ylabel("fraction solved (each task up to 0.2)")
     axes[0][-1].legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path)
 
 
 def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -174,6 +172,8 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from masgrid.analysis.figures import save_figure
 
     long = pooled(runs, ["problem", "agents"])
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -189,11 +189,7 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path)
 
 
 # -- command line ---------------------------------------------------------------------------------

@@ -16,6 +16,16 @@ PANELS = (("SR%", "(a) success rate SR (%)"), ("R", "(b) rounds R"), ("TE", "(c)
           ("CR%", "(d) communication ratio CR (%)"))
 
 
+def save_figure(fig: "plt.Figure", path: str | Path) -> Path:
+    """Lay out, write as PNG (parent folders created), close, and return the path."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting") -> Path:
     """Write the four-panel scaling figure to `path` and return it."""
     data = scaling(runs, task).reset_index()
@@ -29,9 +39,4 @@ def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting") 
         ax.set_xticks(sorted(data["agents"].unique()))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

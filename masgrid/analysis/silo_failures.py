@@ -200,6 +200,8 @@ def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, tit
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from masgrid.analysis.figures import save_figure
+
     matrix = comm_matrix(events[events["run_id"] == run_id], n)
     fig, ax = plt.subplots(figsize=(4.5, 4))
     image = ax.imshow(matrix, cmap="viridis", origin="upper")
@@ -207,12 +209,7 @@ def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, tit
     ax.set_ylabel("sender")
     ax.set_title(title or f"run {run_id}")
     fig.colorbar(image, ax=ax, label="messages")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _roman(level: int) -> str:
