@@ -11,7 +11,7 @@ import pandas as pd
 from masgrid.envs.tasks import get_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_many
-from tests.envs.protocols.loopback_chat import LoopbackChat
+from tests.support.chat_server import ChatServer, Reply
 
 SEED = 5
 
@@ -32,7 +32,7 @@ def test_malformed_json_gets_one_retry(ray_session, tmp_path: Path) -> None:
             return '{"Nobody": "hi"}' if me == flaky else "I will tell everyone that I pick 1."
         return "Reasoning first.\n" + '{' + ", ".join(f'"{nb}": "I pick 1"' for nb in nbs) + '}'
 
-    with LoopbackChat(reply) as server:
+    with ChatServer(lambda request: Reply(reply(request["messages"]))) as server:
         cfg = RunConfig.from_mapping({
             "task": "agentsnet/consensus", "protocol": "local", "agents": 4, "graph": "dt", "seed": SEED,
             "backend": "openai", "results_dir": str(tmp_path),
