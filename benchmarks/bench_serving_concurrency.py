@@ -105,8 +105,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for label, runs, agents in (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20)):
             out = f"{tmp}/{runs}x{agents}"
-            if ns.pooled:  # start the hosts once, then measure runs that borrow them
-                run_many(configs(base_url, runs, agents, out + "-warm", ns.protocol, ns.k, True, 1000), runs)
+            if ns.pooled:  # start hosts, drivers and the results_dir's recorder once, as a sweep does
+                run_many(configs(base_url, runs, agents, out, ns.protocol, ns.k, True, 1000), runs)
             cfgs = configs(base_url, runs, agents, out, ns.protocol, ns.k, ns.pooled)
             rows.append(measure(label + (" (pooled hosts)" if ns.pooled else ""), cfgs, ns.latency))
     table = pd.DataFrame(rows).to_markdown(index=False)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from masgrid.actors.backends import BackendSettings, ChatBackend, Completion, Message, make_backend
+from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter
@@ -30,10 +30,13 @@ class HostSpec(BaseModel):
     protocol: str
     seed: int
     token_counter: str = "approx"
+    #: borrowed from the host pool: keep HTTP clients and Serve handles for the next run
+    pooled: bool = False
 
 
 class AgentHost:
     def __init__(self, spec: HostSpec | None = None) -> None:
+        self.clients = ClientCache()  # lives as long as the host (see backends/clients.py)
         if spec is not None:
             self.configure(spec)
 
@@ -45,7 +48,7 @@ class AgentHost:
         self.backends: dict[int, ChatBackend] = {}
         # Per-host cache for backend factories; the counter spec lets a backend tell a server
         # how to count usage (the CPU stand-in counts like the scripted backend).
-        self._shared: dict[str, Any] = {"token_counter": spec.token_counter}
+        self._shared: dict[str, Any] = {"token_counter": spec.token_counter, "clients": self.clients}
         self.validators: dict[int, Any] = {}
         self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
 
@@ -106,8 +109,11 @@ class AgentHost:
         return self.histories[agent]
 
     async def close(self) -> None:
+        """End of a run: release per-run backends; a host that is not pooled closes its clients too."""
         seen: set[int] = set()
         for backend in self.backends.values():
             if id(backend) not in seen:
                 seen.add(id(backend))
                 await backend.close()
+        if not self.spec.pooled:
+            await self.clients.aclose()

@@ -144,7 +144,9 @@ class RunDriver:
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error = "ok", None
-        await self.recorder.call("begin_run", run_id, partition)
+        # Clearing a previous attempt's files overlaps with starting the components; the
+        # recorder runs this caller's calls in order, so it precedes every write of this run.
+        self._begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
             instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras(task))
             run_row, agent_rows = await self._execute(task, instance, log)
@@ -154,6 +156,7 @@ class RunDriver:
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
             await self._shutdown(clean=status == "ok")
+        await self._begun  # a recorder that cannot even begin a run fails the run loudly here
         self.metrics.finished(status)
         chunk, rows = log.take_chunk()
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
@@ -197,7 +200,7 @@ class RunDriver:
         cfg = self.cfg
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
-                        token_counter=cfg.execution.token_counter)
+                        token_counter=cfg.execution.token_counter, pooled=self.remote and self.pool is not None)
         env, *hosts = await asyncio.gather(
             self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
                         cfg.condition),
@@ -232,7 +235,7 @@ class RunDriver:
     async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         t_start = time.perf_counter()
-        env_port, pool = await self._start_components(instance)
+        (env_port, pool), _ = await asyncio.gather(self._start_components(instance), self._begun)
         env = EnvironmentClient(env_port)
         startup_s = time.perf_counter() - t_start
         scheduler = get_scheduler(task.schedule)

@@ -132,7 +132,9 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
         while queue or in_flight:
             while queue and len(in_flight) < max_concurrent:
                 idx, cfg = queue.pop(0)
-                rec = recorders.setdefault(cfg.results_dir, recorder_actor(cfg.results_dir))
+                if cfg.results_dir not in recorders:
+                    recorders[cfg.results_dir] = recorder_actor(cfg.results_dir)
+                rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
                         namespace=NAMESPACE, max_concurrency=16).remote(host_pool())

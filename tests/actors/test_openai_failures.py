@@ -46,15 +46,16 @@ def make_script(expected):
     return script
 
 
-@pytest.mark.parametrize("executor", ["local", "ray"])
-def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, request):
+@pytest.mark.parametrize(("executor", "http_client"), [("local", "aiohttp"), ("local", "httpx"), ("ray", "aiohttp")])
+def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_client, request):
     if executor == "ray":
         request.getfixturevalue("ray_session")
     instance = get_task("sorting").generate(2, 2, "random", SEED)
     with ChatServer(make_script(instance.expected)) as server:
         cfg = RunConfig.from_mapping(dict(
             task="sorting", protocol="broadcast", agents=2, k=2, mode="random", seed=SEED, backend="openai",
-            model={"name": "chaos", "base_url": server.base_url, "timeout_s": 1.0, "max_retries": 1},
+            model={"name": "chaos", "base_url": server.base_url, "timeout_s": 1.0, "max_retries": 1,
+                   "http_client": http_client},
             results_dir=str(tmp_path), execution={"executor": executor}))
         summary = run_one(cfg)
         statuses = [r for r in server.requests]

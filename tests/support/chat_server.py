@@ -20,6 +20,8 @@ class Reply:
     status: int = 200
     hang_s: float = 0.0
     usage: bool = True
+    #: sent as is instead of a chat completion (a dict as JSON, a str as text/plain)
+    body: dict | str | None = None
 
 
 def words(text: str) -> int:
@@ -45,6 +47,9 @@ class ChatServer:
                 reply = server.script(body)
                 if reply.hang_s:
                     time.sleep(reply.hang_s)
+                if reply.body is not None:
+                    self._send(reply.status, reply.body)
+                    return
                 if reply.status != 200:
                     self._send(reply.status, {"error": {"message": "scripted failure", "type": "server_error"}})
                     return
@@ -60,11 +65,12 @@ class ChatServer:
                                         "total_tokens": prompt + words(reply.text)}
                 self._send(200, payload)
 
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict | str) -> None:
+                text = isinstance(payload, str)
+                data = payload.encode() if text else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/plain" if text else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.backends.clients import ClientCache
 from masgrid.envs.tasks import AgentView, get_task
 from masgrid.envs.tokens import TokenCounter
 
 BACKENDS = ("scripted", "openai", "serve")
 
 #: name -> factory(settings, counter, view, protocol, seed, shared); the serving layer adds
-#: `serve`. `shared` is a per-host cache so stateless clients (HTTP pools, Serve handles) are
-#: made once per agent host, not once per agent.
+#: `serve`. `shared` is the host's per-run scratch space; `shared["clients"]` is the host's
+#: ClientCache, so stateless clients (HTTP pools, Serve handles) are made once per agent host
+#: and, on a pooled host, kept across runs.
 _FACTORIES: dict[str, Callable[..., ChatBackend]] = {}
 
 
@@ -35,11 +37,17 @@ def _scripted(settings: BackendSettings, count: TokenCounter, view: AgentView, p
 @register_backend("openai")
 def _openai(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
             shared: dict[str, Any]) -> ChatBackend:
-    from masgrid.actors.backends.openai_chat import OpenAIChatBackend
+    from masgrid.actors.backends.openai_chat import OpenAIChatBackend, client_key, make_client
 
     if "openai" not in shared:
-        shared["openai"] = OpenAIChatBackend(settings, count)
+        client = host_clients(shared).get(client_key(settings), lambda: make_client(settings))
+        shared["openai"] = OpenAIChatBackend(settings, count, client=client)
     return shared["openai"]
+
+
+def host_clients(shared: dict[str, Any]) -> ClientCache:
+    """The host's client cache (a private one when a caller passes no host state)."""
+    return shared.setdefault("clients", ClientCache())
 
 
 def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view: AgentView,
@@ -53,4 +61,4 @@ def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view
     return factory(settings, count, view, protocol, seed, shared if shared is not None else {})
 
 
-__all__ = ["BACKENDS", "BackendSettings", "ChatBackend", "Completion", "Message", "make_backend", "register_backend"]
+__all__ = ["BACKENDS", "BackendSettings", "ClientCache", "host_clients", "ChatBackend", "Completion", "Message", "make_backend", "register_backend"]

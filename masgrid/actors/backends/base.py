@@ -50,6 +50,12 @@ class BackendSettings(BaseModel):
     timeout_s: float = Field(120.0, gt=0, description="per-attempt timeout of one model call")
     max_retries: int = Field(2, ge=0, description="retries after the first attempt (the client backs off exponentially)")
     max_concurrency: int = Field(256, gt=0, description="model calls in flight per agent host")
+    http_client: Literal["aiohttp", "httpx"] = Field(
+        "aiohttp", description="the openai client's HTTP transport: aiohttp (its `aiohttp` extra; about a third "
+        "of the client CPU per call of httpx, see docs/serving.md) or its default httpx")
+    keepalive_s: float = Field(4.0, gt=0, description="idle HTTP connections are dropped after this; keep it "
+                               "below the server's keep-alive timeout (uvicorn and vLLM: 5 s) so the client "
+                               "never reuses a connection the server is closing")
     extra_body: dict = Field(default_factory=dict, description="extra request fields (vLLM sampling knobs)")
     deployment: str | None = Field(None, description="Ray Serve app/deployment for backend=serve")
     serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")

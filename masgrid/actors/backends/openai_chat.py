@@ -1,18 +1,70 @@
 """OpenAI-compatible chat-completions backend (vLLM, a Ray Serve LLM app, a hosted API).
 
-Retries use the `openai` client's own exponential backoff (connection errors, timeouts,
-429 and 5xx); after the last attempt the failure is returned as a `Completion.error`.
+Requests go through the `openai` client's generic `post` (the route its README gives for
+requests it has no typed method for): the typed `chat.completions.create` walks every
+message of the history through its parameter transformer on each call, which on a
+2-core machine costs more CPU than the HTTP exchange itself (benchmarks/
+bench_serving_concurrency.py). Retries, timeouts and error classes are still the client's:
+connection errors, timeouts, 429 and 5xx are retried with its exponential backoff, and
+after the last attempt the failure is returned as a `Completion.error`.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import openai
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.envs.tokens import TokenCounter
+
+
+class ReplyMessage(BaseModel):
+    content: str | None = None
+
+
+class ReplyChoice(BaseModel):
+    message: ReplyMessage
+    finish_reason: str | None = None
+
+
+class ReplyUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class ChatReply(BaseModel):
+    """The fields masgrid reads from a chat-completions response (the rest is ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    choices: list[ReplyChoice]
+    usage: ReplyUsage | None = None
+
+
+def completion_from_reply(data: Any, messages: list[Message], count: TokenCounter, latency_s: float,
+                          attempts: int) -> Completion:
+    """A response body as a Completion; a body that is not a chat completion is a recorded error."""
+    try:
+        reply = ChatReply.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return Completion(error=f"malformed response: {where}: {first['msg']}", latency_s=latency_s,
+                          attempts=attempts)
+    if not reply.choices:
+        return Completion(error="response had no choices", latency_s=latency_s, attempts=attempts)
+    choice = reply.choices[0]
+    text = choice.message.content or ""
+    if reply.usage is not None:
+        tin, tout, source = reply.usage.prompt_tokens, reply.usage.completion_tokens, "server"
+    else:
+        tin, tout, source = sum(count(m["content"]) for m in messages), count(text), "estimate"
+    return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source, latency_s=latency_s,
+                      attempts=attempts, finish_reason=choice.finish_reason)
 
 
 class OpenAIChatBackend(ChatBackend):
@@ -21,51 +73,60 @@ class OpenAIChatBackend(ChatBackend):
             raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
         self.settings = settings
         self.count = count
+        self.owns_client = client is None  # a shared client belongs to the host's ClientCache
         self.client = client or make_client(settings)
 
-    async def complete(self, messages: list[Message]) -> Completion:
+    def body(self, messages: list[Message]) -> dict[str, Any]:
         s = self.settings
-        params: dict = {"model": s.request_model, "messages": messages}
+        body: dict[str, Any] = {"model": s.request_model, "messages": messages}
         for key in ("temperature", "top_p", "max_tokens", "seed"):
             if getattr(s, key) is not None:
-                params[key] = getattr(s, key)
-        if s.extra_body:
-            params["extra_body"] = dict(s.extra_body)
+                body[key] = getattr(s, key)
+        body.update(s.extra_body)
+        return body
+
+    async def complete(self, messages: list[Message]) -> Completion:
         start = time.perf_counter()
         try:
-            raw = await self.client.chat.completions.with_raw_response.create(**params)
-            response = raw.parse()
+            raw = await self.client.post("/chat/completions", body=self.body(messages),
+                                         cast_to=openai.AsyncAPIResponse[dict])
+            data = await raw.parse()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
             return Completion(
                 error=describe_error(exc),
                 latency_s=time.perf_counter() - start,
-                attempts=s.max_retries + 1,
+                attempts=self.settings.max_retries + 1,
                 tokens_in=sum(self.count(m["content"]) for m in messages),
                 usage_source="estimate",
             )
-        latency = time.perf_counter() - start
-        attempts = int(raw.retries_taken) + 1 if hasattr(raw, "retries_taken") else 1
-        if not response.choices:
-            return Completion(error="response had no choices", latency_s=latency, attempts=attempts)
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        if response.usage is not None:
-            tin, tout, source = response.usage.prompt_tokens, response.usage.completion_tokens, "server"
-        else:
-            tin = sum(self.count(m["content"]) for m in messages)
-            tout, source = self.count(text), "estimate"
-        return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source,
-                          latency_s=latency, attempts=attempts, finish_reason=choice.finish_reason)
+        return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
+                                     int(getattr(raw, "retries_taken", 0)) + 1)
 
     async def close(self) -> None:
-        await self.client.close()
+        if self.owns_client:
+            await self.client.close()
 
 
 def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
-    """One client (one connection pool, the library's defaults allow 1000 connections)."""
+    """One client, one connection pool on the chosen transport (`model.http_client`; both are
+    the openai library's own): the library's connection limits, but idle connections
+    expire after `keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive, a
+    connection idle for about 5 s between rounds can be reused just as the server closes
+    it, and the call fails with a connection error (seen with max_retries=0)."""
     key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
+    defaults = openai.DEFAULT_CONNECTION_LIMITS
+    limits = type(defaults)(max_connections=defaults.max_connections,  # the Limits class openai is built on
+                            max_keepalive_connections=defaults.max_keepalive_connections,
+                            keepalive_expiry=settings.keepalive_s)
+    transport = openai.DefaultAioHttpClient if settings.http_client == "aiohttp" else openai.DefaultAsyncHttpxClient
     return openai.AsyncOpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_s,
-                              max_retries=settings.max_retries)
+                              max_retries=settings.max_retries, http_client=transport(limits=limits))
+
+
+def client_key(settings: BackendSettings) -> tuple[Any, ...]:
+    """What distinguishes one client from another in a host's ClientCache."""
+    return ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.max_retries,
+            settings.http_client, settings.keepalive_s)
 
 
 def describe_error(exc: BaseException) -> str:

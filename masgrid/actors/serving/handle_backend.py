@@ -18,8 +18,9 @@ import asyncio
 import time
 from typing import Any
 
-from masgrid.actors.backends import register_backend
+from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.backends.openai_chat import OpenAIChatBackend, client_key, completion_from_reply, make_client
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
@@ -92,16 +93,7 @@ class HandleChatBackend(ChatBackend):
         else:
             return Completion(error=last, latency_s=time.perf_counter() - start, attempts=attempts,
                               tokens_in=sum(self.count(m["content"]) for m in messages), usage_source="estimate")
-        choice = data["choices"][0]
-        text = choice["message"].get("content") or ""
-        usage = data.get("usage")
-        if usage:
-            tin, tout, source = usage["prompt_tokens"], usage["completion_tokens"], "server"
-        else:
-            tin, tout, source = sum(self.count(m["content"]) for m in messages), self.count(text), "estimate"
-        return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source,
-                          latency_s=time.perf_counter() - start, attempts=attempts,
-                          finish_reason=choice.get("finish_reason"))
+        return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
 
 
 async def _await(response: Any) -> Any:
@@ -117,19 +109,18 @@ def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, prot
            shared: dict[str, Any]) -> ChatBackend:
     spec = shared.get("serve:spec") or shared.setdefault("serve:spec", parse_serving(settings.serving))
     tag = agent_tag(view, protocol, seed, shared.get("token_counter", "approx")) if spec.kind == "standin" else None
+    clients = host_clients(shared)
     if spec.route == "http":
-        from masgrid.actors.backends.openai_chat import OpenAIChatBackend, make_client
-
         http_settings = settings.model_copy(update={"base_url": http_base_url(settings, spec)})
-        if "serve:client" not in shared:
-            shared["serve:client"] = make_client(http_settings)
+        client = clients.get(client_key(http_settings), lambda: make_client(http_settings))
         extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
         agent_settings = http_settings.model_copy(update={"extra_body": extra})
-        # One pool per host; each agent's backend closes it at the end (closing twice is harmless).
-        return OpenAIChatBackend(agent_settings, count, client=shared["serve:client"])
-    if "serve:handle" not in shared:
+        return OpenAIChatBackend(agent_settings, count, client=client)
+    app, name = target(settings, spec)
+
+    def make_handle() -> Any:
         from ray import serve
 
-        app, name = target(settings, spec)
-        shared["serve:handle"] = serve.get_deployment_handle(name, app_name=app)
-    return HandleChatBackend(shared["serve:handle"], settings, spec, count, tag)
+        return serve.get_deployment_handle(name, app_name=app)
+
+    return HandleChatBackend(clients.get(("serve", app, name), make_handle), settings, spec, count, tag)
