@@ -1,54 +1,75 @@
 """Concurrency of model calls against a server with a fixed decode time per token.
 
-An OpenAI-compatible server on loopback (the CPU stand-in's FastAPI app under uvicorn)
-answers every call after `tokens_out x latency` seconds. Agents reach it through
-`backend=serve model.serving.route=http`, i.e. the real HTTP client of the openai
-backend. The ideal critical path of a run is the sum over its rounds of the slowest call
-of the round (what a server that batches all calls of a round perfectly would give);
-for concurrent runs the ideal of the batch is the longest ideal among them.
+An OpenAI-compatible server on loopback (the CPU stand-in's FastAPI app under uvicorn, in
+its own process, keep-alive 90 s like Ray Serve's proxy) answers every call after
+`tokens_out x latency` seconds. Agents reach it through `backend=serve
+model.serving.route=http`, i.e. the real HTTP client of the openai backend. The ideal
+critical path of a run is the sum over its rounds of the slowest call of the round (what
+a server that batches all calls of a round perfectly would give); for concurrent runs
+the ideal of the batch is the longest ideal among them.
 
-Two ratios are reported, ideal / actual:
-- end to end: actual = wall time of the whole run (batch), Ray actor start-up included;
-- rounds only: actual = time spent inside the rounds (start-up excluded): per run, from
-  the start of round 1 (end of round 1 minus its slowest call) to the end of the last
-  round; for a batch, from the earliest such start to the latest end;
+Three ratios are reported, ideal / actual:
+- end to end: actual = wall time of the whole run (batch);
+- rounds only: actual = from the start of the first round (its end minus its slowest call)
+  to the end of the last round, over the batch (start-up and recording excluded);
 - rounds only, per run: each run's ideal over its own rounds span (median over the batch):
   whether the calls of every round stay concurrent while other runs share the server.
 
-    python benchmarks/bench_serving_concurrency.py --latency 0.1 --out benchmarks/results/serving.md
+With `--pooled` (execution.reuse_actors=true) an unmeasured warm-up batch first starts the
+driver and host processes and the results_dir's recorder, as the first runs of a sweep
+do; each setting is then measured `--repeat` times and the table gives the medians.
+
+    python benchmarks/bench_serving_concurrency.py --pooled --repeat 5 --out benchmarks/results/serving_pooled.md
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import socket
+import statistics
 import tempfile
-import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
 
-from masgrid.actors.serving.spec import StandinSpec
-from masgrid.actors.serving.standin import StandinCore, build_app
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import ensure_ray, run_many
 
+SETTINGS = (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20))
+RATIOS = ("ideal/wall", "ideal/rounds", "ideal/rounds per run (median)")
 
-def start_server(latency: float) -> tuple[str, StandinCore]:
+
+def _serve(port: int, latency: float) -> None:
     import uvicorn
 
+    from masgrid.actors.serving.spec import StandinSpec
+    from masgrid.actors.serving.standin import StandinCore, build_app
+
+    app = build_app(StandinCore(StandinSpec(per_token_latency_s=latency)))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", limit_concurrency=10_000, backlog=4096,
+                timeout_keep_alive=90)
+
+
+def start_server(latency: float) -> tuple[str, multiprocessing.Process]:
+    """The loopback server in its own process (it must not share a GIL with this script)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    core = StandinCore(StandinSpec(per_token_latency_s=latency))
-    config = uvicorn.Config(build_app(core), host="127.0.0.1", port=port, log_level="warning",
-                            limit_concurrency=10_000, backlog=4096)
-    server = uvicorn.Server(config)
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}/v1", core
+    proc = multiprocessing.get_context("spawn").Process(target=_serve, args=(port, latency), daemon=True)
+    proc.start()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base_url + "/models", timeout=1).read()
+            return base_url, proc
+        except OSError:
+            if time.monotonic() > deadline or not proc.is_alive():
+                raise SystemExit("the loopback server did not start") from None
+            time.sleep(0.1)
 
 
 def configs(base_url: str, runs: int, agents: int, results_dir: str, protocol: str, k: int,
@@ -63,31 +84,38 @@ def configs(base_url: str, runs: int, agents: int, results_dir: str, protocol: s
             for seed in range(first_seed, first_seed + runs)]
 
 
-def measure(label: str, cfgs: list[RunConfig], latency: float) -> dict[str, object]:
+def measure(cfgs: list[RunConfig], latency: float) -> dict[str, float]:
     t0 = time.perf_counter()
     summaries = run_many(cfgs, max_concurrent=len(cfgs))
     wall = time.perf_counter() - t0
     bad = [s for s in summaries if s.status != "ok"]
     if bad:
-        raise SystemExit(f"{label}: {len(bad)} run(s) failed: {bad[0].error}")
+        raise SystemExit(f"{len(bad)} run(s) failed: {bad[0].error}")
     ids = {s.run_id for s in summaries}
-    events = pd.read_parquet(Path(cfgs[0].results_dir) / "events")
-    calls = events[events.run_id.isin(ids) & (events.kind == "model_call")]
+    events = pd.read_parquet(Path(cfgs[0].results_dir) / "events", filters=[("kind", "==", "model_call")])
+    calls = events[events.run_id.isin(ids)]
     per_round = calls.groupby(["run_id", "phase", "round"]).agg(slowest_tokens=("tokens_out", "max"),
                                                                  slowest_call=("latency_s", "max"),
                                                                  ended=("time", "max"))
     ideal_per_run = (per_round.slowest_tokens * latency).groupby(level="run_id").sum()
-    first = per_round.groupby(level="run_id").head(1)
+    first = per_round.groupby(level="run_id").head(1).droplevel(["phase", "round"])
     starts = first.ended - pd.to_timedelta(first.slowest_call, unit="s")
     ends = per_round.ended.groupby(level="run_id").max()
     span = (ends.max() - starts.min()).total_seconds()
     ideal = float(ideal_per_run.max())
     per_run = ideal_per_run / (ends - starts).dt.total_seconds()
-    return {"setting": label, "runs": len(cfgs), "agents/run": cfgs[0].agents,
-            "calls": len(calls), "rounds/run": int(per_round.groupby(level="run_id").size().max()),
-            "ideal_s": round(ideal, 2), "wall_s": round(wall, 2), "rounds_s": round(span, 2),
-            "ideal/wall": round(ideal / wall, 3), "ideal/rounds": round(ideal / span, 3),
-            "ideal/rounds per run (median)": round(float(per_run.median()), 3)}
+    return {"calls": len(calls), "rounds/run": int(per_round.groupby(level="run_id").size().max()),
+            "ideal_s": ideal, "wall_s": wall, "rounds_s": span, "ideal/wall": ideal / wall,
+            "ideal/rounds": ideal / span, "ideal/rounds per run (median)": float(per_run.median())}
+
+
+def summarise(label: str, runs: int, agents: int, reps: list[dict[str, float]]) -> dict[str, object]:
+    row: dict[str, object] = {"setting": label, "runs": runs, "agents/run": agents, "repeats": len(reps)}
+    for key in ("calls", "rounds/run", "ideal_s", "wall_s", "rounds_s", *RATIOS):
+        values = [r[key] for r in reps]
+        row[key] = round(statistics.median(values), 3 if key in RATIOS else 2)
+    row["ideal/wall min-max"] = f"{min(r['ideal/wall'] for r in reps):.3f}-{max(r['ideal/wall'] for r in reps):.3f}"
+    return row
 
 
 def main() -> None:
@@ -95,23 +123,31 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="simulated seconds per generated token")
     parser.add_argument("--protocol", default="broadcast")
     parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3, help="measured batches per setting (medians reported)")
     parser.add_argument("--out", type=Path, default=None, help="write the table (markdown) here")
     parser.add_argument("--pooled", action="store_true",
-                        help="execution.reuse_actors=true, after an unmeasured warm-up that fills the host pool")
+                        help="execution.reuse_actors=true, after an unmeasured warm-up batch")
     ns = parser.parse_args()
     ensure_ray(None, log_to_driver=False)
-    base_url, core = start_server(ns.latency)
+    base_url, server = start_server(ns.latency)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, runs, agents in (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20)):
-            out = f"{tmp}/{runs}x{agents}"
-            if ns.pooled:  # start hosts, drivers and the results_dir's recorder once, as a sweep does
-                run_many(configs(base_url, runs, agents, out, ns.protocol, ns.k, True, 1000), runs)
-            cfgs = configs(base_url, runs, agents, out, ns.protocol, ns.k, ns.pooled)
-            rows.append(measure(label + (" (pooled hosts)" if ns.pooled else ""), cfgs, ns.latency))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for label, runs, agents in SETTINGS:
+                out = f"{tmp}/{runs}x{agents}"
+                if ns.pooled:  # start hosts, drivers and the results_dir's recorder once, as a sweep does
+                    run_many(configs(base_url, runs, agents, out, ns.protocol, ns.k, True, 1000), runs)
+                reps = [measure(configs(base_url, runs, agents, out, ns.protocol, ns.k, ns.pooled,
+                                        2000 + 100 * rep), ns.latency)
+                        for rep in range(ns.repeat)]
+                for rep in reps:
+                    print(label, {k: round(v, 3) for k, v in rep.items() if k in RATIOS}, flush=True)
+                rows.append(summarise(label + (" (pooled)" if ns.pooled else ""), runs, agents, reps))
+    finally:
+        server.terminate()
     table = pd.DataFrame(rows).to_markdown(index=False)
     note = (f"latency {ns.latency} s per generated token, protocol={ns.protocol}, k={ns.k}, "
-            f"server calls {core.calls}")
+            f"medians of {ns.repeat} measured batches per setting")
     print(note)
     print(table)
     if ns.out:

@@ -125,7 +125,7 @@ class RunDriver:
         self.cfg = cfg
         self.recorder = Port(recorder, recorder_remote)
         self.remote = cfg.execution.executor == "ray"
-        self.pool = pool if self.remote else None  # a HostPool actor: borrow warm hosts
+        self.pool = pool if self.remote else None  # DriverHosts: borrow warm hosts
         self._actors: list[tuple[str, Any]] = []
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
         self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote)
@@ -187,9 +187,10 @@ class RunDriver:
         import ray
 
         if self.pool is not None:
-            (actor,) = await self.pool.acquire.remote(cls.__name__, 1)
+            (actor,) = await self.pool.acquire(cls.__name__, 1)
             self._actors.append((cls.__name__, actor))
-            await actor.configure.remote(*args)
+            # A host the pool just created may still be starting: same limit as a fresh one.
+            await asyncio.wait_for(actor.configure.remote(*args), timeout=self.cfg.execution.actor_start_timeout_s)
         else:
             actor = ray.remote(num_cpus=0)(cls).options(name=name, namespace="masgrid",
                                                          max_concurrency=concurrency).remote(*args)
@@ -208,7 +209,7 @@ class RunDriver:
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
         size = math.ceil(cfg.agents / n_hosts)
         assignment = [i // size for i in range(cfg.agents)]
-        if self.remote:
+        if self.remote and self.pool is None:  # pooled hosts answered `configure` already
             await asyncio.wait_for(asyncio.gather(env.call("ready"), *(h.call("ready") for h in hosts)),
                                    timeout=cfg.execution.actor_start_timeout_s)
         round_timeout = cfg.execution.round_timeout_s
@@ -225,7 +226,7 @@ class RunDriver:
 
         if self.pool is not None and clean:
             for kind in {k for k, _ in self._actors}:
-                await self.pool.release.remote(kind, [a for k, a in self._actors if k == kind])
+                await self.pool.release(kind, [a for k, a in self._actors if k == kind])
         else:
             for _, actor in self._actors:
                 ray.kill(actor, no_restart=True)
@@ -256,15 +257,15 @@ class RunDriver:
 
         submissions: list[Any] = [None] * cfg.agents
         for phase in range(1, n_phases + 1):
-            await env_port.call("reset")
             setups = {}
             for i in range(cfg.agents):
                 view = task.view(instance, i, phase=phase, previous=previous[i])
                 setups[i] = AgentSetup(view=view, system_prompt=task.build_prompt(view, cfg.protocol, cfg.condition))
             if phase == 1:
                 first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
-            await pool.broadcast("start_phase", {h: {i: setups[i] for i in ids}
-                                                 for h, ids in pool.groups(list(range(cfg.agents))).items()})
+            # The environment's reset and the hosts' fresh histories are independent: one round trip.
+            await asyncio.gather(env_port.call("reset"), pool.broadcast(
+                "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
                                agents=pool, env=env,
                                on_round=on_round)

@@ -70,7 +70,9 @@ def host_pool() -> Any:
 def driver_actor(cfg: RunConfig, recorder: Any) -> Any:
     import ray
 
-    pool = host_pool() if cfg.execution.reuse_actors else None
+    from masgrid.platform.pool import DriverHosts
+
+    pool = DriverHosts(host_pool()) if cfg.execution.reuse_actors else None
     return ray.remote(num_cpus=0)(RunDriver).options(
         name=f"run:{cfg.run_id}", namespace=NAMESPACE, max_concurrency=16,
     ).remote(cfg, recorder, True, pool)
@@ -81,7 +83,9 @@ class DriverWorker:
     run borrows an already-started process instead of starting one (bench_serving_concurrency)."""
 
     def __init__(self, pool: Any) -> None:
-        self.pool = pool
+        from masgrid.platform.pool import DriverHosts
+
+        self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
 
     async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
         return await RunDriver(cfg, recorder, True, self.pool).run()

@@ -5,6 +5,10 @@ Starting a Ray worker process costs far more than a lockstep round of scripted a
 hosts instead: a driver acquires hosts, configures them for its run, and releases them
 when the run ended cleanly. A run that failed kills its hosts instead of returning
 possibly broken ones. Pooled actors are named `pool:<kind>:<n>`.
+
+A warm driver process keeps the hosts of its last run (`DriverHosts`): the next run of the
+same shape takes them without a call to the pool actor, which all concurrent drivers
+would otherwise queue on at the start of every run.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ KINDS: dict[str, tuple[type, int]] = {"EnvironmentHost": (EnvironmentHost, 1), "
 
 
 class HostPool:
-    def __init__(self, max_idle: int = 64) -> None:
+    def __init__(self, max_idle: int = 64, prefix: str = "pool") -> None:
         self.max_idle = max_idle
+        self.prefix = prefix
         self.idle: dict[str, list[Any]] = {kind: [] for kind in KINDS}
         self.created = 0
         self.reused = 0
@@ -34,7 +39,7 @@ class HostPool:
         while len(out) < count:
             self.created += 1
             out.append(ray.remote(num_cpus=0)(cls).options(
-                name=f"pool:{kind}:{self.created}", namespace="masgrid", max_concurrency=concurrency).remote())
+                name=f"{self.prefix}:{kind}:{self.created}", namespace="masgrid", max_concurrency=concurrency).remote())
         return out
 
     def release(self, kind: str, actors: list[Any]) -> None:
@@ -47,3 +52,30 @@ class HostPool:
 
     def stats(self) -> dict[str, int]:
         return {"created": self.created, "reused": self.reused, **{k: len(v) for k, v in self.idle.items()}}
+
+
+class DriverHosts:
+    """The hosts one warm driver keeps between its runs, backed by the session's HostPool.
+
+    `acquire` takes kept hosts first and asks the pool actor only for the rest; `release`
+    keeps exactly the hosts of the run that just ended and hands any others back.
+    """
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared  # the HostPool actor
+        self.kept: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+
+    async def acquire(self, kind: str, count: int) -> list[Any]:
+        kept = self.kept[kind]
+        out = [kept.pop() for _ in range(min(count, len(kept)))]
+        if len(out) < count:
+            out += await self.shared.acquire.remote(kind, count - len(out))
+        return out
+
+    async def release(self, kind: str, actors: list[Any]) -> None:
+        surplus, self.kept[kind] = self.kept[kind], list(actors)
+        if surplus:
+            await self.shared.release.remote(kind, surplus)
+
+    def stats(self) -> dict[str, int]:
+        return {kind: len(v) for kind, v in self.kept.items()}

@@ -53,9 +53,11 @@ class BackendSettings(BaseModel):
     http_client: Literal["aiohttp", "httpx"] = Field(
         "aiohttp", description="the openai client's HTTP transport: aiohttp (its `aiohttp` extra; about a third "
         "of the client CPU per call of httpx, see docs/serving.md) or its default httpx")
-    keepalive_s: float = Field(4.0, gt=0, description="idle HTTP connections are dropped after this; keep it "
-                               "below the server's keep-alive timeout (uvicorn and vLLM: 5 s) so the client "
-                               "never reuses a connection the server is closing")
+    keepalive_s: float | None = Field(
+        None, gt=0, description="idle HTTP connections are dropped after this; keep it below the server's "
+        "keep-alive so the client never reuses a connection the server is closing. Unset: 4 s for "
+        "backend=openai (uvicorn and vLLM keep idle connections 5 s), 60 s for backend=serve over HTTP "
+        "(Ray Serve's proxy keeps them 90 s)")
     extra_body: dict = Field(default_factory=dict, description="extra request fields (vLLM sampling knobs)")
     deployment: str | None = Field(None, description="Ray Serve app/deployment for backend=serve")
     serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")

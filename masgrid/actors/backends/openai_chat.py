@@ -107,17 +107,21 @@ class OpenAIChatBackend(ChatBackend):
             await self.client.close()
 
 
+#: idle-connection expiry when `model.keepalive_s` is unset (see BackendSettings.keepalive_s)
+KEEPALIVE_S = 4.0
+
+
 def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
     """One client, one connection pool on the chosen transport (`model.http_client`; both are
     the openai library's own): the library's connection limits, but idle connections
-    expire after `keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive, a
-    connection idle for about 5 s between rounds can be reused just as the server closes
+    expire after `model.keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive,
+    a connection idle for about 5 s between rounds can be reused just as the server closes
     it, and the call fails with a connection error (seen with max_retries=0)."""
     key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
     defaults = openai.DEFAULT_CONNECTION_LIMITS
     limits = type(defaults)(max_connections=defaults.max_connections,  # the Limits class openai is built on
                             max_keepalive_connections=defaults.max_keepalive_connections,
-                            keepalive_expiry=settings.keepalive_s)
+                            keepalive_expiry=settings.keepalive_s or KEEPALIVE_S)
     transport = openai.DefaultAioHttpClient if settings.http_client == "aiohttp" else openai.DefaultAsyncHttpxClient
     return openai.AsyncOpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_s,
                               max_retries=settings.max_retries, http_client=transport(limits=limits))

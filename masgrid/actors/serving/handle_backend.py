@@ -28,6 +28,9 @@ from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import TokenCounter
 
 BACKOFF_S = 0.5
+#: idle HTTP connections to Serve's proxy expire after this (it keeps them 90 s), so rounds
+#: of a few seconds reuse connections instead of opening new ones
+SERVE_KEEPALIVE_S = 60.0
 
 
 class HandleChatBackend(ChatBackend):
@@ -111,7 +114,8 @@ def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, prot
     tag = agent_tag(view, protocol, seed, shared.get("token_counter", "approx")) if spec.kind == "standin" else None
     clients = host_clients(shared)
     if spec.route == "http":
-        http_settings = settings.model_copy(update={"base_url": http_base_url(settings, spec)})
+        http_settings = settings.model_copy(update={"base_url": http_base_url(settings, spec),
+                                                    "keepalive_s": settings.keepalive_s or SERVE_KEEPALIVE_S})
         client = clients.get(client_key(http_settings), lambda: make_client(http_settings))
         extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
         agent_settings = http_settings.model_copy(update={"extra_body": extra})
