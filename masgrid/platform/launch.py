@@ -142,7 +142,8 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
                         namespace=NAMESPACE, max_concurrency=16).remote(host_pool())
-                    in_flight[worker.run.remote(cfg, rec)] = (idx, worker)
+                    # the task carries the run's name in the dashboard (the warm process cannot)
+                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:
                     driver = driver_actor(cfg, rec)
                     in_flight[driver.run.remote()] = (idx, driver)
