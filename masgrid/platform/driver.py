@@ -146,17 +146,17 @@ class RunDriver:
         status, error = "ok", None
         # Clearing a previous attempt's files overlaps with starting the components; the
         # recorder runs this caller's calls in order, so it precedes every write of this run.
-        self._begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
+        begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
             instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras(task))
-            run_row, agent_rows = await self._execute(task, instance, log)
+            run_row, agent_rows = await self._execute(task, instance, log, begun)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc(limit=8)
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
             await self._shutdown(clean=status == "ok")
-        await self._begun  # a recorder that cannot even begin a run fails the run loudly here
+        await begun  # a recorder that cannot even begin a run fails the run loudly here
         self.metrics.finished(status)
         chunk, rows = log.take_chunk()
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
@@ -233,10 +233,11 @@ class RunDriver:
         self._actors = []
 
     # -- the run ------------------------------------------------------------------------------
-    async def _execute(self, task: Task, instance: Instance, log: RunLog) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def _execute(self, task: Task, instance: Instance, log: RunLog,
+                       begun: asyncio.Future) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         t_start = time.perf_counter()
-        (env_port, pool), _ = await asyncio.gather(self._start_components(instance), self._begun)
+        (env_port, pool), _ = await asyncio.gather(self._start_components(instance), begun)
         env = EnvironmentClient(env_port)
         startup_s = time.perf_counter() - t_start
         scheduler = get_scheduler(task.schedule)

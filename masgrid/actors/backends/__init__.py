@@ -37,11 +37,10 @@ def _scripted(settings: BackendSettings, count: TokenCounter, view: AgentView, p
 @register_backend("openai")
 def _openai(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
             shared: dict[str, Any]) -> ChatBackend:
-    from masgrid.actors.backends.openai_chat import OpenAIChatBackend, client_key, make_client
+    from masgrid.actors.backends.openai_chat import OpenAIChatBackend, shared_client
 
     if "openai" not in shared:
-        client = host_clients(shared).get(client_key(settings), lambda: make_client(settings))
-        shared["openai"] = OpenAIChatBackend(settings, count, client=client)
+        shared["openai"] = OpenAIChatBackend(settings, count, shared_client(host_clients(shared), settings))
     return shared["openai"]
 
 

@@ -19,6 +19,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.backends.clients import ClientCache
 from masgrid.envs.tokens import TokenCounter
 
 
@@ -68,13 +69,12 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
 
 
 class OpenAIChatBackend(ChatBackend):
-    def __init__(self, settings: BackendSettings, count: TokenCounter, client: openai.AsyncOpenAI | None = None) -> None:
-        if not settings.base_url and client is None:
-            raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
+    """One agent's calls through a client that the agent host's ClientCache owns and closes."""
+
+    def __init__(self, settings: BackendSettings, count: TokenCounter, client: openai.AsyncOpenAI) -> None:
         self.settings = settings
         self.count = count
-        self.owns_client = client is None  # a shared client belongs to the host's ClientCache
-        self.client = client or make_client(settings)
+        self.client = client
 
     def body(self, messages: list[Message]) -> dict[str, Any]:
         s = self.settings
@@ -102,10 +102,6 @@ class OpenAIChatBackend(ChatBackend):
         return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
                                      int(getattr(raw, "retries_taken", 0)) + 1)
 
-    async def close(self) -> None:
-        if self.owns_client:
-            await self.client.close()
-
 
 #: idle-connection expiry when `model.keepalive_s` is unset (see BackendSettings.keepalive_s)
 KEEPALIVE_S = 4.0
@@ -117,6 +113,8 @@ def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
     expire after `model.keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive,
     a connection idle for about 5 s between rounds can be reused just as the server closes
     it, and the call fails with a connection error (seen with max_retries=0)."""
+    if not settings.base_url:
+        raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
     key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
     defaults = openai.DEFAULT_CONNECTION_LIMITS
     limits = type(defaults)(max_connections=defaults.max_connections,  # the Limits class openai is built on
@@ -127,10 +125,11 @@ def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
                               max_retries=settings.max_retries, http_client=transport(limits=limits))
 
 
-def client_key(settings: BackendSettings) -> tuple[Any, ...]:
-    """What distinguishes one client from another in a host's ClientCache."""
-    return ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.max_retries,
-            settings.http_client, settings.keepalive_s)
+def shared_client(clients: ClientCache, settings: BackendSettings) -> openai.AsyncOpenAI:
+    """The host's client for these settings, made on first use."""
+    key = ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.max_retries,
+           settings.http_client, settings.keepalive_s)
+    return clients.get(key, lambda: make_client(settings))
 
 
 def describe_error(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
-from masgrid.actors.backends.openai_chat import OpenAIChatBackend, client_key, completion_from_reply, make_client
+from masgrid.actors.backends.openai_chat import OpenAIChatBackend, completion_from_reply, shared_client
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
@@ -116,10 +116,9 @@ def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, prot
     if spec.route == "http":
         http_settings = settings.model_copy(update={"base_url": http_base_url(settings, spec),
                                                     "keepalive_s": settings.keepalive_s or SERVE_KEEPALIVE_S})
-        client = clients.get(client_key(http_settings), lambda: make_client(http_settings))
         extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
         agent_settings = http_settings.model_copy(update={"extra_body": extra})
-        return OpenAIChatBackend(agent_settings, count, client=client)
+        return OpenAIChatBackend(agent_settings, count, shared_client(clients, http_settings))
     app, name = target(settings, spec)
 
     def make_handle() -> Any:
