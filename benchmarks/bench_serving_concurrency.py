@@ -15,6 +15,16 @@ Three ratios are reported, ideal / actual:
 - rounds only, per run: each run's ideal over its own rounds span (median over the batch):
   whether the calls of every round stay concurrent while other runs share the server.
 
+Each call's send time is in the events (`call_started`), so the second table says where the
+time beyond the ideal goes (medians over the batches):
+- measured/wall: the ideal computed from the measured latency of each round's slowest call
+  instead of its simulated decode time (what is left is the runtime between calls);
+- start spread: first call of the earliest run to first call of the latest run;
+- send spread: within a run's round, first to last call sent;
+- call extra (median, p90): a call's latency beyond its simulated decode time (the server's
+  queue and both sides' HTTP work);
+- round gap: a run's last reply of a round to its first call of the next (driver, environment).
+
 With `--pooled` (execution.reuse_actors=true) an unmeasured warm-up batch first starts the
 driver and host processes and the results_dir's recorder, as the first runs of a sweep
 do; each setting is then measured `--repeat` times and the table gives the medians.
@@ -25,6 +35,7 @@ do; each setting is then measured `--repeat` times and the table gives the media
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing
 import socket
 import statistics
@@ -40,6 +51,7 @@ from masgrid.platform.launch import ensure_ray, run_many
 
 SETTINGS = (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20))
 RATIOS = ("ideal/wall", "ideal/rounds", "ideal/rounds per run (median)")
+BREAKDOWN = ("measured/wall", "start spread_s", "send spread_s", "call extra_s", "call extra p90_s", "round gap_s")
 
 
 def _serve(port: int, latency: float) -> None:
@@ -49,6 +61,7 @@ def _serve(port: int, latency: float) -> None:
     from masgrid.actors.serving.standin import StandinCore, build_app
 
     app = build_app(StandinCore(StandinSpec(per_token_latency_s=latency)))
+    gc.freeze()  # as the Serve replica does (masgrid/actors/heap.py): no full collections mid-batch
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", limit_concurrency=10_000, backlog=4096,
                 timeout_keep_alive=90)
 
@@ -93,20 +106,30 @@ def measure(cfgs: list[RunConfig], latency: float) -> dict[str, float]:
         raise SystemExit(f"{len(bad)} run(s) failed: {bad[0].error}")
     ids = {s.run_id for s in summaries}
     events = pd.read_parquet(Path(cfgs[0].results_dir) / "events", filters=[("kind", "==", "model_call")])
-    calls = events[events.run_id.isin(ids)]
-    per_round = calls.groupby(["run_id", "phase", "round"]).agg(slowest_tokens=("tokens_out", "max"),
-                                                                 slowest_call=("latency_s", "max"),
-                                                                 ended=("time", "max"))
+    calls = events[events.run_id.isin(ids)].copy()
+    calls["sent"] = calls.call_started
+    calls["done"] = calls.sent + pd.to_timedelta(calls.latency_s, unit="s")
+    calls["extra_s"] = calls.latency_s - calls.tokens_out * latency  # beyond the simulated decode time
+    per_round = calls.groupby(["run_id", "phase", "round"]).agg(
+        slowest_tokens=("tokens_out", "max"), slowest_call=("latency_s", "max"),
+        first_sent=("sent", "min"), last_sent=("sent", "max"), ended=("done", "max"))
     ideal_per_run = (per_round.slowest_tokens * latency).groupby(level="run_id").sum()
-    first = per_round.groupby(level="run_id").head(1).droplevel(["phase", "round"])
-    starts = first.ended - pd.to_timedelta(first.slowest_call, unit="s")
+    measured_per_run = per_round.slowest_call.groupby(level="run_id").sum()
+    starts = per_round.first_sent.groupby(level="run_id").min()
     ends = per_round.ended.groupby(level="run_id").max()
     span = (ends.max() - starts.min()).total_seconds()
     ideal = float(ideal_per_run.max())
     per_run = ideal_per_run / (ends - starts).dt.total_seconds()
+    nxt = per_round.first_sent.groupby(level="run_id").shift(-1)
+    gaps = (nxt - per_round.ended).dropna().dt.total_seconds()
     return {"calls": len(calls), "rounds/run": int(per_round.groupby(level="run_id").size().max()),
             "ideal_s": ideal, "wall_s": wall, "rounds_s": span, "ideal/wall": ideal / wall,
-            "ideal/rounds": ideal / span, "ideal/rounds per run (median)": float(per_run.median())}
+            "ideal/rounds": ideal / span, "ideal/rounds per run (median)": float(per_run.median()),
+            "measured/wall": float(measured_per_run.max()) / wall,
+            "start spread_s": (starts.max() - starts.min()).total_seconds(),
+            "send spread_s": float((per_round.last_sent - per_round.first_sent).dt.total_seconds().median()),
+            "call extra_s": float(calls.extra_s.median()), "call extra p90_s": float(calls.extra_s.quantile(0.9)),
+            "round gap_s": float(gaps.median()) if len(gaps) else 0.0}
 
 
 def summarise(label: str, runs: int, agents: int, reps: list[dict[str, float]]) -> dict[str, object]:
@@ -116,6 +139,11 @@ def summarise(label: str, runs: int, agents: int, reps: list[dict[str, float]]) 
         row[key] = round(statistics.median(values), 3 if key in RATIOS else 2)
     row["ideal/wall min-max"] = f"{min(r['ideal/wall'] for r in reps):.3f}-{max(r['ideal/wall'] for r in reps):.3f}"
     return row
+
+
+def breakdown(label: str, reps: list[dict[str, float]]) -> dict[str, object]:
+    """Where the time beyond the ideal goes (medians over the batches)."""
+    return {"setting": label, **{key: round(statistics.median(r[key] for r in reps), 3) for key in BREAKDOWN}}
 
 
 def main() -> None:
@@ -130,7 +158,7 @@ def main() -> None:
     ns = parser.parse_args()
     ensure_ray(None, log_to_driver=False)
     base_url, server = start_server(ns.latency)
-    rows = []
+    rows, parts = [], []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for label, runs, agents in SETTINGS:
@@ -141,11 +169,13 @@ def main() -> None:
                                         2000 + 100 * rep), ns.latency)
                         for rep in range(ns.repeat)]
                 for rep in reps:
-                    print(label, {k: round(v, 3) for k, v in rep.items() if k in RATIOS}, flush=True)
+                    print(label, {k: round(v, 3) for k, v in rep.items() if k in RATIOS + BREAKDOWN}, flush=True)
                 rows.append(summarise(label + (" (pooled)" if ns.pooled else ""), runs, agents, reps))
+                parts.append(breakdown(label, reps))
     finally:
         server.terminate()
     table = pd.DataFrame(rows).to_markdown(index=False)
+    table += "\n\nWhere the rest goes (medians; seconds):\n\n" + pd.DataFrame(parts).to_markdown(index=False)
     note = (f"latency {ns.latency} s per generated token, protocol={ns.protocol}, k={ns.k}, "
             f"medians of {ns.repeat} measured batches per setting")
     print(note)

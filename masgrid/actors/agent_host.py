@@ -7,10 +7,12 @@ Several agents share one host (one Ray worker process) so a 100-agent run does n
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from pydantic import BaseModel
 
+from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
@@ -51,6 +53,7 @@ class AgentHost:
         self._shared: dict[str, Any] = {"token_counter": spec.token_counter, "clients": self.clients}
         self.validators: dict[int, Any] = {}
         self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
+        heap.settle()
 
     def ready(self) -> bool:
         return True
@@ -100,10 +103,13 @@ class AgentHost:
 
     async def _complete(self, i: int) -> Completion:
         async with self._limit:
+            sent = time.time()
             try:
-                return await self.backends[i].complete(list(self.histories[i]))
+                completion = await self.backends[i].complete(list(self.histories[i]))
             except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round
-                return Completion(error=f"{type(exc).__name__}: {exc}")
+                completion = Completion(error=f"{type(exc).__name__}: {exc}")
+            completion.started_at = sent
+            return completion
 
     def history(self, agent: int) -> list[Message]:
         return self.histories[agent]
@@ -117,3 +123,8 @@ class AgentHost:
                 await backend.close()
         if not self.spec.pooled:
             await self.clients.aclose()
+            return
+        # Back to the pool: drop the run's state and freeze what stays (the clients, modules
+        # the run imported), so the next run's settle() has little left to collect.
+        self.histories, self.backends, self.validators = {}, {}, {}
+        heap.settle()

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from masgrid.actors import heap
 from masgrid.envs.protocols import make_protocol
 from masgrid.envs.tasks import Instance, get_task
 from masgrid.envs.tokens import get_counter
@@ -51,6 +52,7 @@ class EnvironmentHost:
                                       task.protocol_options(protocol, condition))
         self.notice = task.round_notice(protocol, condition)
         self.protocol.attach(instance)
+        heap.settle()
 
     def ready(self) -> bool:
         return True

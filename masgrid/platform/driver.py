@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from masgrid.actors import heap
 from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
@@ -91,7 +92,7 @@ class RunLog:
                             text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
                             tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
                             usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
-                            messages_sent=0)
+                            call_started=_when(first.started_at), messages_sent=0)
             st.rounds += 1
             st.tokens_in += c.tokens_in
             st.tokens_out += c.tokens_out
@@ -99,7 +100,8 @@ class RunLog:
             self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, text=c.text,
                         reply=None, ok=c.error is None, error=c.error, tokens_in=c.tokens_in,
                         tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
-                        latency_s=c.latency_s, attempts=c.attempts, messages_sent=0)
+                        latency_s=c.latency_s, attempts=c.attempts, call_started=_when(c.started_at),
+                        messages_sent=0)
             for o in outcomes.get(i, []):
                 st.tokens_comm += o.tokens_comm
                 st.messages_sent += o.messages_sent
@@ -139,6 +141,7 @@ class RunDriver:
         partition = cfg.partition
         started = datetime.now(timezone.utc)
         t0 = time.perf_counter()
+        heap.settle()  # in a driver actor: the previous run's objects are gone, freeze the rest
         task = get_task(cfg.task)
         log = RunLog(run_id, partition, cfg.agents)
         run_row: dict[str, Any] = {}
@@ -321,6 +324,10 @@ class RunDriver:
             for i in range(cfg.agents)
         ]
         return metrics, agent_rows
+
+
+def _when(epoch_s: float | None) -> datetime | None:
+    return None if epoch_s is None else datetime.fromtimestamp(epoch_s, timezone.utc)
 
 
 def _json(value: Any) -> str | None:

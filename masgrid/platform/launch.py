@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunDriver, RunSummary
 from masgrid.platform.recorder import Recorder
@@ -88,7 +89,9 @@ class DriverWorker:
         self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
 
     async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
-        return await RunDriver(cfg, recorder, True, self.pool).run()
+        summary = await RunDriver(cfg, recorder, True, self.pool).run()
+        heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
+        return summary
 
 
 def run_local(cfg: RunConfig) -> RunSummary:

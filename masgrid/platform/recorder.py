@@ -17,6 +17,7 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from masgrid.actors import heap
 from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
@@ -61,6 +62,7 @@ class Recorder:
         self.root = Path(results_dir).resolve()
         for table in TABLES:
             (self.root / table).mkdir(parents=True, exist_ok=True)
+        heap.settle()
 
     def ready(self) -> str:
         return str(self.root)

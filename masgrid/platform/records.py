@@ -127,6 +127,7 @@ EVENTS_SCHEMA = pa.schema([
     ("tokens_comm", pa.int64()),
     ("usage_source", pa.string()),
     ("latency_s", pa.float64()),
+    ("call_started", pa.timestamp("us", tz="UTC")),  # model_call: when the request went out
     ("attempts", pa.int64()),
     ("messages_sent", pa.int64()),
     ("peers", pa.list_(pa.int64())),  # send: receivers; receive: senders (one per message); read_file: writer

@@ -23,6 +23,8 @@ class Completion(BaseModel):
     tokens_out: int = 0
     usage_source: Literal["server", "estimate", "none"] = "none"
     latency_s: float = 0.0
+    #: wall-clock time (epoch seconds) the call was sent, after the host's concurrency limit
+    started_at: float | None = None
     attempts: int = 1
     finish_reason: str | None = None
     #: reply validation (protocols with `reply_validator`): None = not validated, "ok",

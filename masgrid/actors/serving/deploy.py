@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from masgrid.actors import heap
 from masgrid.actors.backends.base import BackendSettings
 from masgrid.actors.serving.spec import ServingError, ServingSpec, parse_serving
 from masgrid.actors.serving.standin import StandinCore, build_app
@@ -41,6 +42,7 @@ class StandinDeployment:
         from masgrid.actors.serving.spec import StandinSpec
 
         self.core = StandinCore(StandinSpec.model_validate(spec), served_name)
+        heap.settle()
 
     def __serve_build_asgi_app__(self) -> Any:
         return build_app(self.core)

@@ -66,6 +66,12 @@ def test_hung_call_times_out_and_is_retried(tmp_path, serve_port: int, route: st
     hung = calls[(calls.agent == 1) & (calls["round"] == 2)]
     assert hung.attempts.tolist() == [2] and hung.latency_s.iloc[0] >= 3
     assert (calls[calls.agent != 1].attempts == 1).all()
+    # Each round's calls went out together (the hung one did not hold the others back), and
+    # a call is recorded after it ended.
+    spread = calls.groupby("round").call_started.agg(lambda s: (s.max() - s.min()).total_seconds())
+    assert calls.call_started.notna().all() and (spread < 1.0).all(), spread
+    ended = calls.call_started + pd.to_timedelta(calls.latency_s, unit="s")
+    assert (ended <= calls.time).all() and events[events.kind != "model_call"].call_started.isna().all()
 
 
 def test_failures_stay_inside_their_run(tmp_path, serve_port: int) -> None:
