@@ -25,6 +25,11 @@ def spec(base_url: str, pooled: bool, http_client: str = "aiohttp") -> HostSpec:
     return HostSpec(backend="openai", settings=settings, protocol="broadcast", seed=0, pooled=pooled)
 
 
+def closed(client) -> bool:
+    """An openai client (is_closed()) or, for http_client=direct, an aiohttp session (.closed)."""
+    return client.is_closed() if hasattr(client, "is_closed") else client.closed
+
+
 async def one_run(host: AgentHost, host_spec: HostSpec) -> dict:
     host.configure(host_spec)
     await host.start_phase(setups())
@@ -34,28 +39,28 @@ async def one_run(host: AgentHost, host_spec: HostSpec) -> dict:
     return {"client": client, "completions": out}
 
 
-@pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct"])
 def test_pooled_host_reuses_its_client_and_a_per_run_host_closes_it(http_client):
     with ChatServer(lambda request: Reply("```\nreceive_messages\n```")) as server:
         async def scenario():
             pooled = AgentHost()
             first = await one_run(pooled, spec(server.base_url, True, http_client))
             second = await one_run(pooled, spec(server.base_url, True, http_client))
-            assert first["client"] is second["client"] and not second["client"].is_closed()
+            assert first["client"] is second["client"] and not closed(second["client"])
             assert all(c.error is None and c.text for c in second["completions"].values())
             assert len(pooled.clients) == 1
             await pooled.clients.aclose()
-            assert second["client"].is_closed()
+            assert closed(second["client"])
 
             single = AgentHost()
             run = await one_run(single, spec(server.base_url, False, http_client))
-            assert run["client"].is_closed() and len(single.clients) == 0
+            assert closed(run["client"]) and len(single.clients) == 0
 
         asyncio.run(scenario())
         assert len(server.requests) == 6
 
 
-@pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct"])
 def test_a_reply_that_is_not_a_chat_completion_is_a_recorded_error(http_client):
     bodies = iter([{"choices": "nope"}, "plain text, not JSON", {"object": "chat.completion"},
                    {"choices": [{"message": {"content": None}}]}])

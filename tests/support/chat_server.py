@@ -22,6 +22,8 @@ class Reply:
     usage: bool = True
     #: sent as is instead of a chat completion (a dict as JSON, a str as text/plain)
     body: dict | str | None = None
+    #: extra response headers (e.g. Retry-After)
+    headers: dict[str, str] | None = None
 
 
 def words(text: str) -> int:
@@ -48,10 +50,11 @@ class ChatServer:
                 if reply.hang_s:
                     time.sleep(reply.hang_s)
                 if reply.body is not None:
-                    self._send(reply.status, reply.body)
+                    self._send(reply.status, reply.body, reply.headers)
                     return
                 if reply.status != 200:
-                    self._send(reply.status, {"error": {"message": "scripted failure", "type": "server_error"}})
+                    self._send(reply.status, {"error": {"message": "scripted failure", "type": "server_error"}},
+                               reply.headers)
                     return
                 prompt = sum(words(m.get("content") or "") for m in body.get("messages", []))
                 payload = {
@@ -65,13 +68,15 @@ class ChatServer:
                                         "total_tokens": prompt + words(reply.text)}
                 self._send(200, payload)
 
-            def _send(self, status: int, payload: dict | str) -> None:
+            def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None) -> None:
                 text = isinstance(payload, str)
                 data = payload.encode() if text else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "text/plain" if text else "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

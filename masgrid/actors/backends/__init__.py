@@ -37,10 +37,10 @@ def _scripted(settings: BackendSettings, count: TokenCounter, view: AgentView, p
 @register_backend("openai")
 def _openai(settings: BackendSettings, count: TokenCounter, view: AgentView, protocol: str, seed: int,
             shared: dict[str, Any]) -> ChatBackend:
-    from masgrid.actors.backends.openai_chat import OpenAIChatBackend, shared_client
+    from masgrid.actors.backends.openai_chat import http_backend
 
     if "openai" not in shared:
-        shared["openai"] = OpenAIChatBackend(settings, count, shared_client(host_clients(shared), settings))
+        shared["openai"] = http_backend(settings, count, host_clients(shared))
     return shared["openai"]
 
 

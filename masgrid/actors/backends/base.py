@@ -52,9 +52,11 @@ class BackendSettings(BaseModel):
     timeout_s: float = Field(120.0, gt=0, description="per-attempt timeout of one model call")
     max_retries: int = Field(2, ge=0, description="retries after the first attempt (the client backs off exponentially)")
     max_concurrency: int = Field(256, gt=0, description="model calls in flight per agent host")
-    http_client: Literal["aiohttp", "httpx"] = Field(
-        "aiohttp", description="the openai client's HTTP transport: aiohttp (its `aiohttp` extra; about a third "
-        "of the client CPU per call of httpx, see docs/serving.md) or its default httpx")
+    http_client: Literal["aiohttp", "httpx", "direct"] = Field(
+        "aiohttp", description="HTTP client: the openai client on its aiohttp transport (its `aiohttp` extra; about "
+        "a third of the client CPU per call of httpx, see docs/serving.md), on its default httpx, or `direct`: "
+        "aiohttp without the openai client (same requests, retry policy and error records; about a quarter "
+        "of the CPU per call again)")
     keepalive_s: float | None = Field(
         None, gt=0, description="idle HTTP connections are dropped after this; keep it below the server's "
         "keep-alive so the client never reuses a connection the server is closing. Unset: 4 s for "

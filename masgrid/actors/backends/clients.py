@@ -26,9 +26,10 @@ class ClientCache:
 
     async def aclose(self) -> None:
         """Close the HTTP clients (their connection pools); Serve handles need nothing."""
+        import aiohttp
         import openai
 
         items, self._items = list(self._items.values()), {}
         for item in items:
-            if isinstance(item, openai.AsyncOpenAI):
+            if isinstance(item, (openai.AsyncOpenAI, aiohttp.ClientSession)):
                 await item.close()

@@ -68,6 +68,15 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
                       attempts=attempts, finish_reason=choice.finish_reason)
 
 
+def request_body(settings: BackendSettings, messages: list[Message]) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": settings.request_model, "messages": messages}
+    for key in ("temperature", "top_p", "max_tokens", "seed"):
+        if getattr(settings, key) is not None:
+            body[key] = getattr(settings, key)
+    body.update(settings.extra_body)
+    return body
+
+
 class OpenAIChatBackend(ChatBackend):
     """One agent's calls through a client that the agent host's ClientCache owns and closes."""
 
@@ -76,19 +85,10 @@ class OpenAIChatBackend(ChatBackend):
         self.count = count
         self.client = client
 
-    def body(self, messages: list[Message]) -> dict[str, Any]:
-        s = self.settings
-        body: dict[str, Any] = {"model": s.request_model, "messages": messages}
-        for key in ("temperature", "top_p", "max_tokens", "seed"):
-            if getattr(s, key) is not None:
-                body[key] = getattr(s, key)
-        body.update(s.extra_body)
-        return body
-
     async def complete(self, messages: list[Message]) -> Completion:
         start = time.perf_counter()
         try:
-            raw = await self.client.post("/chat/completions", body=self.body(messages),
+            raw = await self.client.post("/chat/completions", body=request_body(self.settings, messages),
                                          cast_to=openai.AsyncAPIResponse[dict])
             data = await raw.parse()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
@@ -130,6 +130,19 @@ def shared_client(clients: ClientCache, settings: BackendSettings) -> openai.Asy
     key = ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.max_retries,
            settings.http_client, settings.keepalive_s)
     return clients.get(key, lambda: make_client(settings))
+
+
+def http_backend(settings: BackendSettings, count: TokenCounter, clients: ClientCache,
+                 pool_settings: BackendSettings | None = None) -> ChatBackend:
+    """The chat backend for an HTTP endpoint, on the client `model.http_client` names. The
+    connection pool is the host's for `pool_settings` (default: `settings`), so agents whose
+    settings differ only in their request body share one pool."""
+    pool = pool_settings or settings
+    if settings.http_client == "direct":
+        from masgrid.actors.backends.direct_http import DirectChatBackend, shared_session
+
+        return DirectChatBackend(settings, count, shared_session(clients, pool))
+    return OpenAIChatBackend(settings, count, shared_client(clients, pool))
 
 
 def describe_error(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
-from masgrid.actors.backends.openai_chat import OpenAIChatBackend, completion_from_reply, shared_client
+from masgrid.actors.backends.openai_chat import completion_from_reply, http_backend
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
@@ -118,7 +118,7 @@ def _serve(settings: BackendSettings, count: TokenCounter, view: AgentView, prot
                                                     "keepalive_s": settings.keepalive_s or SERVE_KEEPALIVE_S})
         extra = dict(settings.extra_body, **({AGENT_FIELD: tag} if tag is not None else {}))
         agent_settings = http_settings.model_copy(update={"extra_body": extra})
-        return OpenAIChatBackend(agent_settings, count, shared_client(clients, http_settings))
+        return http_backend(agent_settings, count, clients, pool_settings=http_settings)
     app, name = target(settings, spec)
 
     def make_handle() -> Any:

@@ -11,12 +11,13 @@ from tests.actors.serving.conftest import compose_run, metrics_of
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("protocol,route", [("broadcast", "http"), ("kv", "handle"), ("p2p", "handle")])
-def test_serve_standin_reproduces_scripted(tmp_path, serve_port: int, protocol: str, route: str) -> None:
+@pytest.mark.parametrize("protocol,route,client", [("broadcast", "http", "aiohttp"), ("kv", "handle", "aiohttp"),
+                                                   ("p2p", "handle", "aiohttp"), ("p2p", "http", "direct")])
+def test_serve_standin_reproduces_scripted(tmp_path, serve_port: int, protocol: str, route: str, client: str) -> None:
     common = [f"protocol={protocol}", "agents=4", "k=3", "mode=random", "seed=5", f"results_dir={tmp_path}"]
     scripted = compose_run(["backend=scripted", *common])
     served = compose_run(["backend=serve", "model=standin", f"model.serving.route={route}",
-                          f"model.serving.http_port={serve_port}", *common])
+                          f"model.http_client={client}", f"model.serving.http_port={serve_port}", *common])
     a, b = run_many([scripted, served], max_concurrent=2)
     assert a.status == "ok" and b.status == "ok", (a.error, b.error)
     assert a.success  # the classical algorithm solves it
