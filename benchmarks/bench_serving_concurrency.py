@@ -86,9 +86,9 @@ def start_server(latency: float) -> tuple[str, multiprocessing.Process]:
 
 
 def configs(base_url: str, runs: int, agents: int, results_dir: str, protocol: str, k: int,
-            pooled: bool = False, first_seed: int = 0) -> list[RunConfig]:
+            pooled: bool = False, first_seed: int = 0, http_client: str = "direct") -> list[RunConfig]:
     model = {"name": "standin", "served_name": "masgrid-standin", "base_url": base_url, "timeout_s": 600,
-             "max_retries": 0, "max_concurrency": 1024,
+             "max_retries": 0, "max_concurrency": 1024, "http_client": http_client,
              "serving": {"kind": "standin", "route": "http"}}
     return [RunConfig.from_mapping({"task": "sorting", "protocol": protocol, "agents": agents, "k": k,
                                     "mode": "random", "backend": "serve", "model": model, "seed": seed,
@@ -152,6 +152,8 @@ def main() -> None:
     parser.add_argument("--protocol", default="broadcast")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3, help="measured batches per setting (medians reported)")
+    parser.add_argument("--http-client", default="direct", choices=["aiohttp", "httpx", "direct"],
+                        help="model.http_client of the agents (the Serve presets use direct)")
     parser.add_argument("--out", type=Path, default=None, help="write the table (markdown) here")
     parser.add_argument("--pooled", action="store_true",
                         help="execution.reuse_actors=true, after an unmeasured warm-up batch")
@@ -164,9 +166,9 @@ def main() -> None:
             for label, runs, agents in SETTINGS:
                 out = f"{tmp}/{runs}x{agents}"
                 if ns.pooled:  # start hosts, drivers and the results_dir's recorder once, as a sweep does
-                    run_many(configs(base_url, runs, agents, out, ns.protocol, ns.k, True, 1000), runs)
+                    run_many(configs(base_url, runs, agents, out, ns.protocol, ns.k, True, 1000, ns.http_client), runs)
                 reps = [measure(configs(base_url, runs, agents, out, ns.protocol, ns.k, ns.pooled,
-                                        2000 + 100 * rep), ns.latency)
+                                        2000 + 100 * rep, ns.http_client), ns.latency)
                         for rep in range(ns.repeat)]
                 for rep in reps:
                     print(label, {k: round(v, 3) for k, v in rep.items() if k in RATIOS + BREAKDOWN}, flush=True)
@@ -177,6 +179,7 @@ def main() -> None:
     table = pd.DataFrame(rows).to_markdown(index=False)
     table += "\n\nWhere the rest goes (medians; seconds):\n\n" + pd.DataFrame(parts).to_markdown(index=False)
     note = (f"latency {ns.latency} s per generated token, protocol={ns.protocol}, k={ns.k}, "
+            f"model.http_client={ns.http_client}, "
             f"medians of {ns.repeat} measured batches per setting")
     print(note)
     print(table)
