@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 from typing import Any
@@ -28,7 +27,7 @@ import aiohttp
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
-from masgrid.actors.backends.openai_chat import KEEPALIVE_S, completion_from_reply, request_body
+from masgrid.actors.backends.openai_chat import KEEPALIVE_S, api_key, completion_from_reply, failed_call, request_body
 from masgrid.envs.tokens import TokenCounter
 
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -60,8 +59,7 @@ class DirectChatBackend(ChatBackend):
         self.count = count
         self.client = client
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
-        key = os.environ.get(settings.api_key_env) or "EMPTY"
-        self.headers = {"Authorization": f"Bearer {key}"}
+        self.headers = {"Authorization": f"Bearer {api_key(settings)}"}
         self.timeout = aiohttp.ClientTimeout(total=settings.timeout_s)
 
     async def complete(self, messages: list[Message]) -> Completion:
@@ -88,8 +86,7 @@ class DirectChatBackend(ChatBackend):
                 error = f"connection error: {type(exc).__name__}: {exc}"
             if retry < self.settings.max_retries:
                 await asyncio.sleep(backoff_s(retry, retry_after))
-        return Completion(error=error, latency_s=time.perf_counter() - start, attempts=attempts,
-                          tokens_in=sum(self.count(m["content"]) for m in messages), usage_source="estimate")
+        return failed_call(error, messages, self.count, time.perf_counter() - start, attempts)
 
 
 def _decode(raw: bytes) -> Any:
@@ -102,8 +99,6 @@ def _decode(raw: bytes) -> Any:
 
 def make_session(settings: BackendSettings) -> aiohttp.ClientSession:
     """Connections up to the host's concurrency limit; idle ones expire like the SDK path's."""
-    if not settings.base_url:
-        raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
     connector = aiohttp.TCPConnector(limit=settings.max_concurrency,
                                      keepalive_timeout=settings.keepalive_s or KEEPALIVE_S)
     return aiohttp.ClientSession(connector=connector)

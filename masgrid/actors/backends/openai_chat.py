@@ -68,6 +68,17 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
                       attempts=attempts, finish_reason=choice.finish_reason)
 
 
+def failed_call(error: str, messages: list[Message], count: TokenCounter, latency_s: float,
+                attempts: int) -> Completion:
+    """A call that failed on every attempt: the prompt's tokens are estimated, nothing came back."""
+    return Completion(error=error, latency_s=latency_s, attempts=attempts,
+                      tokens_in=sum(count(m["content"]) for m in messages), usage_source="estimate")
+
+
+def api_key(settings: BackendSettings) -> str:
+    return os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
+
+
 def request_body(settings: BackendSettings, messages: list[Message]) -> dict[str, Any]:
     body: dict[str, Any] = {"model": settings.request_model, "messages": messages}
     for key in ("temperature", "top_p", "max_tokens", "seed"):
@@ -92,13 +103,8 @@ class OpenAIChatBackend(ChatBackend):
                                          cast_to=openai.AsyncAPIResponse[dict])
             data = await raw.parse()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
-            return Completion(
-                error=describe_error(exc),
-                latency_s=time.perf_counter() - start,
-                attempts=self.settings.max_retries + 1,
-                tokens_in=sum(self.count(m["content"]) for m in messages),
-                usage_source="estimate",
-            )
+            return failed_call(describe_error(exc), messages, self.count, time.perf_counter() - start,
+                               self.settings.max_retries + 1)
         return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
                                      int(getattr(raw, "retries_taken", 0)) + 1)
 
@@ -113,15 +119,12 @@ def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
     expire after `model.keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive,
     a connection idle for about 5 s between rounds can be reused just as the server closes
     it, and the call fails with a connection error (seen with max_retries=0)."""
-    if not settings.base_url:
-        raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
-    key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
     defaults = openai.DEFAULT_CONNECTION_LIMITS
     limits = type(defaults)(max_connections=defaults.max_connections,  # the Limits class openai is built on
                             max_keepalive_connections=defaults.max_keepalive_connections,
                             keepalive_expiry=settings.keepalive_s or KEEPALIVE_S)
     transport = openai.DefaultAioHttpClient if settings.http_client == "aiohttp" else openai.DefaultAsyncHttpxClient
-    return openai.AsyncOpenAI(base_url=settings.base_url, api_key=key, timeout=settings.timeout_s,
+    return openai.AsyncOpenAI(base_url=settings.base_url, api_key=api_key(settings), timeout=settings.timeout_s,
                               max_retries=settings.max_retries, http_client=transport(limits=limits))
 
 
@@ -137,6 +140,8 @@ def http_backend(settings: BackendSettings, count: TokenCounter, clients: Client
     """The chat backend for an HTTP endpoint, on the client `model.http_client` names. The
     connection pool is the host's for `pool_settings` (default: `settings`), so agents whose
     settings differ only in their request body share one pool."""
+    if not settings.base_url:
+        raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
     pool = pool_settings or settings
     if settings.http_client == "direct":
         from masgrid.actors.backends.direct_http import DirectChatBackend, shared_session

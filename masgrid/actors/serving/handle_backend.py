@@ -20,7 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
-from masgrid.actors.backends.openai_chat import completion_from_reply, http_backend
+from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
@@ -94,8 +94,7 @@ class HandleChatBackend(ChatBackend):
             if attempt < self.settings.max_retries:
                 await asyncio.sleep(BACKOFF_S * 2 ** attempt)
         else:
-            return Completion(error=last, latency_s=time.perf_counter() - start, attempts=attempts,
-                              tokens_in=sum(self.count(m["content"]) for m in messages), usage_source="estimate")
+            return failed_call(last, messages, self.count, time.perf_counter() - start, attempts)
         return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
 
 

@@ -79,3 +79,9 @@ def test_backoff_doubles_up_to_its_cap_with_jitter(retry):
     assert backoff_s(retry, "2") == 2.0  # the server's Retry-After, when it is reasonable
     assert 0.75 * nominal <= backoff_s(retry, "600") <= nominal  # too long: ignored
     assert 0.75 * nominal <= backoff_s(retry, "Wed, 21 Oct 2026 07:28:00 GMT") <= nominal
+
+
+@pytest.mark.parametrize("client", ["direct", "aiohttp"])
+def test_an_http_backend_without_base_url_is_a_clear_error(client):
+    with pytest.raises(ValueError, match="needs model.base_url"):
+        http_backend(BackendSettings(name="m", http_client=client), approx_tokens, ClientCache())
