@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
+from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid.envs.tokens import TokenCounter
 
 
@@ -54,12 +55,14 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        return Completion(error=f"malformed response: {where}: {first['msg']}", latency_s=latency_s,
-                          attempts=attempts)
+        return failed_call(malformed(f"{where}: {first['msg']}"), latency_s, attempts)
     if not reply.choices:
-        return Completion(error="response had no choices", latency_s=latency_s, attempts=attempts)
+        return failed_call(malformed("the response had no choices"), latency_s, attempts)
     choice = reply.choices[0]
-    text = choice.message.content or ""
+    if choice.message.content is None:
+        return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
+                                     f"{choice.finish_reason})"), latency_s, attempts)
+    text = choice.message.content
     if reply.usage is not None:
         tin, tout, source = reply.usage.prompt_tokens, reply.usage.completion_tokens, "server"
     else:
@@ -68,11 +71,11 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
                       attempts=attempts, finish_reason=choice.finish_reason)
 
 
-def failed_call(error: str, messages: list[Message], count: TokenCounter, latency_s: float,
-                attempts: int) -> Completion:
-    """A call that failed on every attempt: the prompt's tokens are estimated, nothing came back."""
-    return Completion(error=error, latency_s=latency_s, attempts=attempts,
-                      tokens_in=sum(count(m["content"]) for m in messages), usage_source="estimate")
+def failed_call(failure: CallFailure, latency_s: float, attempts: int) -> Completion:
+    """A call that failed on every attempt. It carries no tokens: nothing came back, and an
+    estimate of the prompt would inflate token counts and deflate TE for calls that never ran."""
+    return Completion(error=failure.error, error_class=failure.error_class, http_status=failure.http_status,
+                      final=failure.final, latency_s=latency_s, attempts=attempts)
 
 
 def api_key(settings: BackendSettings) -> str:
@@ -103,8 +106,9 @@ class OpenAIChatBackend(ChatBackend):
                                          cast_to=openai.AsyncAPIResponse[dict])
             data = await raw.parse()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
-            return failed_call(describe_error(exc), messages, self.count, time.perf_counter() - start,
-                               self.settings.max_retries + 1)
+            failure = classify_exception(exc)
+            return failed_call(failure, time.perf_counter() - start,
+                               1 if failure.final else self.settings.max_retries + 1)
         return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
                                      int(getattr(raw, "retries_taken", 0)) + 1)
 
@@ -148,13 +152,3 @@ def http_backend(settings: BackendSettings, count: TokenCounter, clients: Client
 
         return DirectChatBackend(settings, count, shared_session(clients, pool))
     return OpenAIChatBackend(settings, count, shared_client(clients, pool))
-
-
-def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout: the model call exceeded its time limit on every attempt"
-    if isinstance(exc, openai.APIStatusError):
-        return f"http {exc.status_code}: {str(exc)[:300]}"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"connection error: {exc}"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
