@@ -1,9 +1,9 @@
 """MAS-Bench tables (paper section 5 and appendix G) from the `runs` table.
 
 Conventions, where the paper leaves room (docs/analysis.md repeats them):
-- Only runs with status ok enter a table; a failed run is an infrastructure failure (a
-  crashed actor, an unreachable server), not a model's wrong answer, and is counted in
-  `masgrid report`'s overview instead.
+- Only usable runs enter a table (analysis/validity.py): status ok or degraded. An invalid
+  run (too many failed model calls) or a failed one measured the infrastructure, not the
+  model; they are counted in `masgrid report`'s overview and its exclusion note instead.
 - A cell is the mean over its runs of the per-run metric: SR% = 100 * mean(sr) with sr the
   per-agent fraction of eq. 4 (an instance's success is sr == 1); R = mean(rounds);
   TE = mean(te); CR% = 100 * mean(cr). Axes not named by a table are averaged over.
@@ -18,6 +18,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.validity import usable
+
 PROTOCOLS = ("broadcast", "p2p", "kv")
 CONDITIONS = ("base", "camoc", "abl_submit", "abl_message")
 MODES = ("asc", "near_asc", "random", "near_desc", "desc")
@@ -27,10 +29,8 @@ METRICS: tuple[tuple[str, str, float], ...] = (("SR%", "sr", 100.0), ("R", "roun
 
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs that finished with status ok."""
-    if runs.empty:
-        return runs
-    return runs[runs["status"] == "ok"]
+    """Runs whose metrics the tables use (status ok or degraded; see analysis/validity.py)."""
+    return usable(runs)
 
 
 def _order(values: Sequence[object], preferred: Sequence[object]) -> list[object]:

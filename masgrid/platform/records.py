@@ -21,12 +21,24 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("mode", pa.string()),
     ("condition", pa.string()),
     ("backend", pa.string()),
-    ("model", pa.string()),
+    ("model", pa.string()),  # the model id requests named (served name), the unit tables group by
+    ("model_preset", pa.string()),  # the conf/model preset the run used
+    ("temperature", pa.float64()),  # sampling as sent; null: the server's default
+    ("top_p", pa.float64()),
+    ("max_tokens", pa.int64()),
+    ("sampling_seed", pa.int64()),
+    ("token_counter", pa.string()),  # how tokens without server usage were counted
+    ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
     ("graph", pa.string()),
     ("results_dir", pa.string()),
+    ("experiment", pa.string()),
+    ("tags", pa.list_(pa.string())),
 ]
+
+#: filing labels carried by every row of every table (not part of a run's identity)
+LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("tags", pa.list_(pa.string()))]
 
 #: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
@@ -47,6 +59,12 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
     "model_calls": (pa.int64(), "model calls made"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
+    "model_error_rate": (pa.float64(), "model_errors / model_calls (0 when no call was made); above "
+                         "validity.max_model_error_rate the run is invalid"),
+    "agents_stopped": (pa.int64(), "agents no longer called because the server refused a call for good "
+                       "(a 4xx such as context length exceeded)"),
+    "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
+                              "the server sent no usage"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
@@ -68,12 +86,18 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
-    ("status", pa.string()),  # ok | failed
+    ("status", pa.string()),  # ok | degraded | invalid | failed (docs/results.md, "Run status")
     ("error", pa.string()),
+    ("model_error_classes", pa.string()),  # JSON {error_class: failed calls}, null when none failed
     ("wall_s", pa.float64()),
     ("started_at", pa.timestamp("us", tz="UTC")),
     ("finished_at", pa.timestamp("us", tz="UTC")),
     ("masgrid_version", pa.string()),
+    ("git_commit", pa.string()),  # HEAD of the checkout (+dirty), or unknown
+    ("python_version", pa.string()),
+    ("ray_version", pa.string()),
+    ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
+    ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
 
@@ -105,7 +129,10 @@ AGENTS_SCHEMA = pa.schema([
     ("command_errors", pa.int64()),
     ("fallbacks", pa.int64()),  # replies retried after failing the protocol's format check
     ("failed_parses", pa.int64()),  # retries that failed the check as well
+    ("model_calls", pa.int64()),
+    ("stopped", pa.string()),  # why the agent was no longer called (a final server refusal), else null
     ("system_prompt", pa.string()),  # phase-1 system message
+    *LABEL_COLUMNS,
 ])
 
 EVENTS_SCHEMA = pa.schema([
@@ -122,6 +149,8 @@ EVENTS_SCHEMA = pa.schema([
     ("reply", pa.string()),  # harness reply to the agent
     ("ok", pa.bool_()),
     ("error", pa.string()),
+    ("error_class", pa.string()),  # model_call: class of a failed call (actors/backends/errors.py)
+    ("http_status", pa.int64()),  # model_call: HTTP status of a failed call, when there was one
     ("tokens_in", pa.int64()),
     ("tokens_out", pa.int64()),
     ("tokens_comm", pa.int64()),
@@ -132,4 +161,5 @@ EVENTS_SCHEMA = pa.schema([
     ("messages_sent", pa.int64()),
     ("peers", pa.list_(pa.int64())),  # send: receivers; receive: senders (one per message); read_file: writer
     ("time", pa.timestamp("us", tz="UTC")),
+    *LABEL_COLUMNS,
 ])
