@@ -146,6 +146,14 @@ class RunConfig(BaseModel):
     def prompt_hash(self) -> str:
         return self.identity()["prompt_hash"]
 
+    @property
+    def point_id(self) -> str:
+        """The grid point without its prompt version: runs of one point recorded before and
+        after a prompt edit share it, so analysis can keep only the newest prompts."""
+        data = self.identity()
+        data.pop("prompt_hash")
+        return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
     def generation_kwargs(self) -> dict[str, Any]:
         """Keywords the task's generator takes beyond agents/k/mode/seed (graph, family options)."""
         task = get_task(self.task)
@@ -166,6 +174,7 @@ class RunConfig(BaseModel):
                 "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
                 "max_tokens": m.max_tokens, "sampling_seed": m.seed,
                 "token_counter": self.execution.token_counter, "prompt_hash": self.prompt_hash,
+                "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True)}

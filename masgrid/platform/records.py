@@ -29,6 +29,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("sampling_seed", pa.int64()),
     ("token_counter", pa.string()),  # how tokens without server usage were counted
     ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
+    ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
     ("graph", pa.string()),

@@ -55,3 +55,16 @@ def test_provenance_names_the_checkout_commit_and_the_stack():
     import ray
 
     assert info["ray_version"] == ray.__version__ and info["python_version"].count(".") == 2 and info["hostname"]
+
+
+def test_older_prompt_versions_of_a_point_are_superseded_by_the_newest():
+    t = pd.Timestamp("2026-01-01", tz="UTC")
+    runs = pd.DataFrame({
+        "run_id": list("abcde"), "status": ["ok", "ok", "ok", "invalid", "ok"],
+        "point_id": ["p", "p", "q", "r", "r"], "prompt_hash": ["old", "new", "x", "new", "old"],
+        "finished_at": [t, t + pd.Timedelta(1, "h"), t, t + pd.Timedelta(2, "h"), t]})
+    # p: the newer prompts win; q: alone; r: the newest run is invalid, so its older version
+    # is superseded and the point has no usable run (a stale number is never shown instead)
+    assert list(usable(runs)["run_id"]) == ["b", "c"]
+    assert exclusion_note(runs).startswith("2 of 5 runs used; 3 left out: 1 invalid (too many failed model "
+                                           "calls), 2 superseded (recorded with older prompts)")
