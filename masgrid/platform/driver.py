@@ -131,7 +131,7 @@ class RunLog:
         if c.error is not None:
             st.model_errors += 1
             self.error_classes[c.error_class or "backend_error"] += 1
-        elif c.usage_source == "estimate":
+        elif c.usage_source in ("estimate", "invalid"):
             self.usage_estimated += 1
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:

@@ -65,7 +65,7 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "agents_stopped": (pa.int64(), "agents no longer called because the server refused a call for good "
                        "(a 4xx such as context length exceeded)"),
     "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
-                              "the server sent no usage"),
+                              "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),

@@ -28,8 +28,9 @@ class Completion(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     #: server: the reply's usage fields; estimate: counted here (the server sent none);
-    #: none: no tokens (a failed call adds nothing to any token count)
-    usage_source: Literal["server", "estimate", "none"] = "none"
+    #: invalid: counted here because the server's usage was not a count (negative, huge,
+    #: not an integer); none: no tokens (a failed call adds nothing to any token count)
+    usage_source: Literal["server", "estimate", "invalid", "none"] = "none"
     latency_s: float = 0.0
     #: wall-clock time (epoch seconds) the call was sent, after the host's concurrency limit
     started_at: float | None = None

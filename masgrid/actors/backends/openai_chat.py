@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
@@ -33,9 +33,18 @@ class ReplyChoice(BaseModel):
     finish_reason: str | None = None
 
 
+#: more tokens than any one call can use: usage beyond it is a server bug, not a count
+MAX_USAGE_TOKENS = 100_000_000
+
+
 class ReplyUsage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
+    """Usage as a count: non-negative whole numbers within MAX_USAGE_TOKENS (strict: a
+    float, a string or 1e20 is not a token count)."""
+
+    model_config = ConfigDict(strict=True)
+
+    prompt_tokens: int = Field(ge=0, le=MAX_USAGE_TOKENS)
+    completion_tokens: int = Field(ge=0, le=MAX_USAGE_TOKENS)
 
 
 class ChatReply(BaseModel):
@@ -44,7 +53,7 @@ class ChatReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     choices: list[ReplyChoice]
-    usage: ReplyUsage | None = None
+    usage: Any = None  # checked on its own: bad usage must not throw away a good reply
 
 
 def completion_from_reply(data: Any, messages: list[Message], count: TokenCounter, latency_s: float,
@@ -63,12 +72,24 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
         return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
                                      f"{choice.finish_reason})"), latency_s, attempts)
     text = choice.message.content
-    if reply.usage is not None:
-        tin, tout, source = reply.usage.prompt_tokens, reply.usage.completion_tokens, "server"
+    usage, source = _usage(reply.usage)
+    if usage is not None:
+        tin, tout = usage.prompt_tokens, usage.completion_tokens
     else:
-        tin, tout, source = sum(count(m["content"]) for m in messages), count(text), "estimate"
+        tin, tout = sum(count(m["content"]) for m in messages), count(text)
     return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source, latency_s=latency_s,
                       attempts=attempts, finish_reason=choice.finish_reason)
+
+
+def _usage(raw: Any) -> tuple[ReplyUsage | None, str]:
+    """The server's usage, or None with why the tokens are counted here instead:
+    `estimate` (no usage sent) or `invalid` (sent, but not a count)."""
+    if raw is None:
+        return None, "estimate"
+    try:
+        return ReplyUsage.model_validate(raw), "server"
+    except ValidationError:
+        return None, "invalid"
 
 
 def failed_call(failure: CallFailure, latency_s: float, attempts: int) -> Completion:

@@ -118,3 +118,27 @@ def test_http_failure_classes_match_the_status_ranges_on_random_statuses():
 ])
 def test_server_message_reads_the_common_error_shapes(body, message):
     assert server_message(body) == message
+
+
+def test_usage_is_used_only_when_it_is_a_count_on_random_payloads():
+    """Server usage is taken when both fields are whole numbers in [0, 1e8]; otherwise the
+    reply is kept and its tokens counted here (usage_source invalid), never a failed call."""
+    from masgrid.actors.backends.openai_chat import MAX_USAGE_TOKENS, completion_from_reply
+
+    rng = random.Random(5)
+    candidates = [0, 1, 17, MAX_USAGE_TOKENS, MAX_USAGE_TOKENS + 1, -1, 1e20, 3.0, 2.5, "12", None, True, [],
+                  {"n": 1}, 10**30]
+    for _ in range(400):
+        usage = {"prompt_tokens": rng.choice(candidates), "completion_tokens": rng.choice(candidates)}
+        if rng.random() < 0.1:
+            usage = rng.choice([None, "lots", [1, 2], {}])
+        body = {"choices": [{"message": {"content": "hello there"}, "finish_reason": "stop"}], "usage": usage}
+        done = completion_from_reply(body, MESSAGES, approx_tokens, 0.1, 1)
+        good = isinstance(usage, dict) and all(
+            type(usage.get(k)) is int and 0 <= usage[k] <= MAX_USAGE_TOKENS for k in ("prompt_tokens", "completion_tokens"))
+        assert done.error is None and done.text == "hello there"
+        if good:
+            assert done.usage_source == "server" and done.tokens_in == usage["prompt_tokens"]
+        else:
+            assert done.usage_source == ("estimate" if usage is None else "invalid")
+            assert done.tokens_in == sum(approx_tokens(m["content"]) for m in MESSAGES)
