@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from masgrid.actors import heap
+from masgrid.envs.harness import CommandOutcome
 from masgrid.envs.protocols import make_protocol
 from masgrid.envs.tasks import Instance, get_task
 from masgrid.envs.tokens import get_counter
@@ -69,7 +70,7 @@ class EnvironmentHost:
         out: dict[int, list[OutcomeRecord]] = {}
         for agent, text, error in sorted(replies, key=lambda r: r[0]):
             records = []
-            for o in self.protocol.apply_reply(agent, text, error):
+            for o in self._apply(agent, text, error):
                 comm = self.count(o.block) + self.count(o.reply) if o.communication else 0
                 records.append(OutcomeRecord(
                     agent=agent, kind="command" if o.verb or o.block else "harness", verb=o.verb,
@@ -93,6 +94,16 @@ class EnvironmentHost:
                               communication=False, tokens_comm=0, messages_sent=0, deliveries=0)
                 for text in texts)
         return out
+
+    def _apply(self, agent: int, text: str | None, error: str | None) -> list[Any]:
+        """The protocol's outcomes of one reply; a reply too deep or too large for a parser
+        becomes an agent-visible error instead of ending the run."""
+        try:
+            return self.protocol.apply_reply(agent, text, error)
+        except (RecursionError, MemoryError) as exc:
+            return [CommandOutcome(block="", verb="", ok=False,
+                                   reply=f"your reply could not be processed ({type(exc).__name__}: it is nested "
+                                         f"too deeply or too large)")]
 
     def submissions(self) -> list[Any]:
         return list(self.protocol.slots)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from masgrid.actors import heap
+from masgrid.platform.sanitize import to_table
 from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
@@ -43,7 +44,7 @@ def partition_dir(root: Path, table: str, partition: dict[str, Any]) -> Path:
 
 def write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+    table = to_table(rows, schema)  # model text made storable; a bad value is nulled and noted
     tmp = path.parent / f".tmp-{uuid.uuid4().hex}.parquet"
     try:
         pq.write_table(table, tmp)

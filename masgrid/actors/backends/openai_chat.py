@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
+from masgrid.envs.text import clean_text
 from masgrid.envs.tokens import TokenCounter
 
 
@@ -71,7 +72,7 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
     if choice.message.content is None:
         return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
                                      f"{choice.finish_reason})"), latency_s, attempts)
-    text = choice.message.content
+    text = clean_text(choice.message.content)  # lone surrogates would poison the next request
     usage, source = _usage(reply.usage)
     if usage is not None:
         tin, tout = usage.prompt_tokens, usage.completion_tokens

@@ -64,6 +64,8 @@ def parse_messages(text: str | None, neighbors: list[str]) -> dict[str, str]:
             value, _ = _DECODER.raw_decode(text, match.start())
         except json.JSONDecodeError:
             continue
+        except RecursionError:  # a hostile or runaway reply: refuse it rather than crash the run
+            raise MessageFormatError("the JSON is nested too deeply") from None
         if not isinstance(value, dict):
             continue
         strangers = [k for k in value if k not in allowed]
