@@ -24,6 +24,8 @@ class Reply:
     body: dict | str | None = None
     #: extra response headers (e.g. Retry-After)
     headers: dict[str, str] | None = None
+    #: send the body one byte per `trickle_s` seconds (a server that never quite stalls)
+    trickle_s: float = 0.0
 
 
 def words(text: str) -> int:
@@ -66,9 +68,10 @@ class ChatServer:
                 if reply.usage:
                     payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": words(reply.text),
                                         "total_tokens": prompt + words(reply.text)}
-                self._send(200, payload)
+                self._send(200, payload, trickle_s=reply.trickle_s)
 
-            def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None) -> None:
+            def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None,
+                      trickle_s: float = 0.0) -> None:
                 text = isinstance(payload, str)
                 data = payload.encode() if text else json.dumps(payload).encode()
                 try:
@@ -78,7 +81,12 @@ class ChatServer:
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not trickle_s:
+                        self.wfile.write(data)
+                    for i in range(len(data) if trickle_s else 0):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) before we answered
 

@@ -4,9 +4,10 @@ Requests go through the `openai` client's generic `post` (the route its README g
 requests it has no typed method for): the typed `chat.completions.create` walks every
 message of the history through its parameter transformer on each call, which on a
 2-core machine costs more CPU than the HTTP exchange itself (benchmarks/
-bench_serving_concurrency.py). Retries, timeouts and error classes are still the client's:
-connection errors, timeouts, 429 and 5xx are retried with its exponential backoff, and
-after the last attempt the failure is returned as a `Completion.error`.
+bench_serving_concurrency.py). The client makes one attempt per call; retries and the
+per-attempt deadline are masgrid's (backends/retry.py, the same for every HTTP client):
+the client's own timeout is per read, so a server trickling bytes kept a call alive for a
+minute, and its retries were not counted as attempts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
+from masgrid.actors.backends.retry import AttemptFailed, with_retries
 from masgrid.envs.text import clean_text
 from masgrid.envs.tokens import TokenCounter
 
@@ -122,17 +124,17 @@ class OpenAIChatBackend(ChatBackend):
         self.client = client
 
     async def complete(self, messages: list[Message]) -> Completion:
-        start = time.perf_counter()
-        try:
-            raw = await self.client.post("/chat/completions", body=request_body(self.settings, messages),
-                                         cast_to=openai.AsyncAPIResponse[dict])
-            data = await raw.parse()
-        except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
-            failure = classify_exception(exc)
-            return failed_call(failure, time.perf_counter() - start,
-                               1 if failure.final else self.settings.max_retries + 1)
-        return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
-                                     int(getattr(raw, "retries_taken", 0)) + 1)
+        body = request_body(self.settings, messages)
+
+        async def attempt(attempts: int, start: float) -> Completion:
+            try:
+                raw = await self.client.post("/chat/completions", body=body, cast_to=openai.AsyncAPIResponse[dict])
+                data = await raw.parse()
+            except openai.APIStatusError as exc:
+                raise AttemptFailed(classify_exception(exc), exc.response.headers.get("retry-after")) from exc
+            return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
+
+        return await with_retries(self.settings, attempt, failed_call)
 
 
 #: idle-connection expiry when `model.keepalive_s` is unset (see BackendSettings.keepalive_s)
@@ -151,13 +153,13 @@ def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
                             keepalive_expiry=settings.keepalive_s or KEEPALIVE_S)
     transport = openai.DefaultAioHttpClient if settings.http_client == "aiohttp" else openai.DefaultAsyncHttpxClient
     return openai.AsyncOpenAI(base_url=settings.base_url, api_key=api_key(settings), timeout=settings.timeout_s,
-                              max_retries=settings.max_retries, http_client=transport(limits=limits))
+                              max_retries=0, http_client=transport(limits=limits))  # retries: backends/retry.py
 
 
 def shared_client(clients: ClientCache, settings: BackendSettings) -> openai.AsyncOpenAI:
     """The host's client for these settings, made on first use."""
-    key = ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.max_retries,
-           settings.http_client, settings.keepalive_s)
+    key = ("openai", settings.base_url, settings.api_key_env, settings.timeout_s, settings.http_client,
+           settings.keepalive_s)
     return clients.get(key, lambda: make_client(settings))
 
 

@@ -142,3 +142,17 @@ def test_usage_is_used_only_when_it_is_a_count_on_random_payloads():
         else:
             assert done.usage_source == ("estimate" if usage is None else "invalid")
             assert done.tokens_in == sum(approx_tokens(m["content"]) for m in MESSAGES)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_trickling_server_fails_the_attempt_at_its_deadline_and_attempts_count_requests(client):
+    """One byte every 0.2 s never trips a per-read timeout; model.timeout_s is a total deadline."""
+    import time
+
+    with ChatServer(lambda request: Reply("x" * 60, trickle_s=0.2)) as server:
+        t0 = time.perf_counter()
+        failed = call(server.base_url, client, retries=1, timeout_s=1.0)
+        elapsed = time.perf_counter() - t0
+        sent = len(server.requests)
+    assert failed.error_class == "timeout" and failed.attempts == sent == 2
+    assert elapsed < 2 * 1.0 + 0.5 + 1.0  # two deadlines, one backoff (at most 0.5 s), slack
