@@ -1,6 +1,7 @@
 """The run driver: generates the instance, creates environment and agents, runs the
-phases through the scheduler, scores, and records. One driver per run; as a Ray actor it
-is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by id.
+phases through the scheduler, scores, and records. One driver per run; as a Ray actor of
+its own it is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by
+id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_status.py).
 """
 
 from __future__ import annotations
@@ -165,14 +166,17 @@ class LoggedAgents:
 class RunDriver:
     """Executes one run. Wrapped as a Ray actor by the launcher, or used in-process."""
 
-    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool, pool: Any = None) -> None:
+    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool, pool: Any = None,
+                 status: Any = None) -> None:
         self.cfg = cfg
         self.recorder = Port(recorder, recorder_remote)
         self.remote = cfg.execution.executor == "ray"
         self.pool = pool if self.remote else None  # DriverHosts: borrow warm hosts
         self._actors: list[tuple[str, Any]] = []
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
-        self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote)
+        # `status`: on a warm worker, the RunName that names this run in the dashboard
+        self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote,
+                                   experiment=getattr(cfg, "experiment", None) or "", status=status)
 
     def status(self) -> dict[str, Any]:
         return dict(self.progress)
