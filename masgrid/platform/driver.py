@@ -87,11 +87,16 @@ class RunLog:
     # Every message that enters an agent's chat history is one event with a `role`, in
     # history order (seq), so the events alone rebuild each model call's input
     # (masgrid.analysis.transcript).
+    def _message(self, **row: Any) -> int:
+        """A prompt or observation event; counters are 0 and ok true (so pandas keeps the
+        columns int and bool, as before these events existed)."""
+        return self._event(ok=True, tokens_in=0, tokens_out=0, tokens_comm=0, messages_sent=0, **row)
+
     def record_prompts(self, phase: int, prompts: dict[int, str]) -> None:
         """A phase starts each agent's history afresh with its system message."""
         self.replies, self.next_round = {}, 1
         for i in sorted(prompts):
-            self._event(phase=phase, round=0, agent=i, kind="prompt", role="system", text=prompts[i])
+            self._message(phase=phase, round=0, agent=i, kind="prompt", role="system", text=prompts[i])
 
     def record_observations(self, phase: int, observations: dict[int, list[str]]) -> None:
         """The user messages appended before each agent's next call (exactly what its host gets)."""
@@ -99,8 +104,8 @@ class RunLog:
             quotable = iter(self.replies.pop(i, []))
             for text in observations[i]:
                 source = next((seq for seq, reply in quotable if reply == text), None)
-                self._event(phase=phase, round=self.next_round, agent=i, kind="observation", role="user",
-                            text=None if source is not None else text, source=source)
+                self._message(phase=phase, round=self.next_round, agent=i, kind="observation", role="user",
+                              text=None if source is not None else text, source=source)
 
     def record_round(self, phase: int, round_no: int, completions: dict[int, Completion],
                      outcomes: dict[int, list[OutcomeRecord]]) -> None:
@@ -119,8 +124,8 @@ class RunLog:
                     usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
                     call_started=_when(first.started_at), messages_sent=0)
                 # the host's retry turn: the format check's message, as a user message
-                self._event(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
-                            source=invalid)
+                self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
+                              source=invalid)
             st.rounds += 1
             st.tokens_in += c.tokens_in
             st.tokens_out += c.tokens_out
