@@ -17,6 +17,7 @@ import pyarrow.dataset as ds
 from rich.console import Console
 
 from masgrid.analysis.transcript import Turn, turns
+from masgrid.platform.records import EVENTS_SCHEMA
 
 USAGE = "masgrid show RESULTS_DIR RUN_ID [--agent I]"
 STYLES = {"system": "cyan", "user": "green", "assistant": "magenta"}
@@ -36,12 +37,13 @@ def load_run_events(results_dir: Path, run_id: str) -> pd.DataFrame:
     events_dir = results_dir / "events"
     if not events_dir.is_dir():
         raise ShowError(f"{results_dir} is not a results directory (no events/ in it)")
-    dataset = ds.dataset(events_dir, format="parquet", partitioning="hive")
-    if "run_id" not in dataset.schema.names:  # no event files at all
-        raise ShowError(f"no run {run_id!r} in {results_dir}")
+    # The full schema: files written before a column existed read back with it empty.
+    dataset = ds.dataset(events_dir, format="parquet", schema=EVENTS_SCHEMA, partitioning="hive")
     events = dataset.to_table(filter=ds.field("run_id") == run_id).to_pandas()
     if events.empty:
         raise ShowError(f"no run {run_id!r} in {results_dir}")
+    if events["role"].isna().all():
+        raise ShowError(f"run {run_id} was recorded before events kept the messages (no role column)")
     return events
 
 

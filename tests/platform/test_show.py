@@ -13,7 +13,7 @@ from rich.console import Console
 
 from masgrid.analysis.transcript import turns
 from masgrid.platform.cli import main
-from masgrid.platform.show import load_run_events, render_rich
+from masgrid.platform.show import ShowError, load_run_events, render_rich
 from tests.platform.test_audit_trail import run, sorting_script
 from tests.support.chat_server import agent_and_turn
 
@@ -71,3 +71,16 @@ def test_show_needs_no_runs_row(recorded, tmp_path: Path, capsys) -> None:
     shutil.copytree(tmp / "events", tmp_path / "events")
     assert main(["show", str(tmp_path), run_id, "--agent", "2"]) == 0
     assert "agent 2 · phase 1" in capsys.readouterr().out
+
+
+def test_results_from_before_the_audit_trail_are_refused_clearly(recorded, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    tmp, run_id, _ = recorded
+    for path in (tmp / "events").rglob("part-*.parquet"):
+        target = tmp_path / path.relative_to(tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(["role", "source"]), target)
+    with pytest.raises(ShowError, match="before events kept the messages"):
+        load_run_events(tmp_path, run_id)
