@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.analysis.load import read_table
+from masgrid.analysis.validity import exclusion_note, usable
 
 TASKS = ["coloring", "consensus", "leader_election", "matching", "vertex_cover"]
 TASK_LABELS = {"coloring": "Coloring", "consensus": "Consensus", "leader_election": "Leader Election",
@@ -28,10 +29,10 @@ CELL = ["agents", "problem", "graph"]
 
 
 def agentsnet_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Completed AgentsNet runs with a `problem` column (task name without the family)."""
+    """Usable AgentsNet runs (analysis/validity.py) with a `problem` column (task name without the family)."""
     if runs.empty:
         return runs
-    df = runs[runs["task"].astype(str).str.startswith("agentsnet/") & (runs["status"] == "ok")].copy()
+    df = usable(runs[runs["task"].astype(str).str.startswith("agentsnet/")]).copy()
     df["problem"] = df["task"].str.split("/", n=1).str[1]
     df["success"] = df["success"].astype(float)
     if "byzantine_setting" not in df.columns:
@@ -201,13 +202,15 @@ def _flat(table: pd.DataFrame) -> pd.DataFrame:
 
 def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
     """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
-    runs = load_runs(results_dir)
+    recorded = read_table(results_dir, "runs")
+    runs = agentsnet_runs(recorded)
     if runs.empty:
-        raise ValueError(f"no completed AgentsNet runs under {results_dir}")
+        raise ValueError(f"no usable AgentsNet runs under {results_dir}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plain = runs[(runs["byzantine_setting"] == "none") & (runs["condition"] == "base")]
-    parts = ["# AgentsNet report", f"{len(runs)} completed runs from `{results_dir}`."]
+    family = recorded[recorded["task"].astype(str).str.startswith("agentsnet/")]
+    parts = ["# AgentsNet report", f"Runs from `{results_dir}`: {exclusion_note(family)}"]
     if not plain.empty:
         parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
                   "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),

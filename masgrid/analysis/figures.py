@@ -16,9 +16,12 @@ PANELS = (("SR%", "(a) success rate SR (%)"), ("R", "(b) rounds R"), ("TE", "(c)
           ("CR%", "(d) communication ratio CR (%)"))
 
 
-def save_figure(fig: "plt.Figure", path: str | Path) -> Path:
-    """Lay out, write as PNG (parent folders created), close, and return the path."""
-    fig.tight_layout()
+def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) -> Path:
+    """Lay out, write as PNG (parent folders created), close, and return the path. `note`
+    (e.g. which runs were left out) is printed under the panels."""
+    fig.tight_layout(rect=(0, 0.06, 1, 1) if note else None)
+    if note:
+        fig.text(0.01, 0.01, note, fontsize="small", ha="left", va="bottom")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -26,7 +29,7 @@ def save_figure(fig: "plt.Figure", path: str | Path) -> Path:
     return path
 
 
-def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting") -> Path:
+def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None) -> Path:
     """Write the four-panel scaling figure to `path` and return it."""
     data = scaling(runs, task).reset_index()
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
@@ -39,4 +42,4 @@ def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting") 
         ax.set_xticks(sorted(data["agents"].unique()))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
-    return save_figure(fig, path)
+    return save_figure(fig, path, note)

@@ -40,10 +40,10 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_table(df: pd.DataFrame, folder: Path, name: str, title: str) -> list[Path]:
-    """`name.md` (title + table) and `name.csv` under folder."""
+def write_table(df: pd.DataFrame, folder: Path, name: str, title: str, note: str | None = None) -> list[Path]:
+    """`name.md` (title, note, table) and `name.csv` under folder."""
     folder.mkdir(parents=True, exist_ok=True)
     md, csv = folder / f"{name}.md", folder / f"{name}.csv"
-    md.write_text(f"# {title}\n\n{to_markdown(df)}", encoding="utf-8")
+    md.write_text(f"# {title}\n\n{note + chr(10) * 2 if note else ''}{to_markdown(df)}", encoding="utf-8")
     flatten(df).to_csv(csv, index=False)
     return [md, csv]

@@ -12,6 +12,7 @@ from rich.table import Table
 from masgrid.analysis import figures, stats, tables
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
+from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts
 
 Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
 
@@ -51,52 +52,66 @@ def overview(runs: pd.DataFrame) -> pd.DataFrame:
     return counts
 
 
-def build_report(results_dir: str | Path, out: str | Path | None = None) -> list[Path]:
-    """Write every table and figure; return the files written (raises ValueError if no runs)."""
+def build_report(results_dir: str | Path, out: str | Path | None = None, with_invalid: bool = False) -> list[Path]:
+    """Write every table and figure; return the files written (raises ValueError if no runs).
+    Invalid runs are left out unless `with_invalid`; every table says what was left out."""
     results_dir = Path(results_dir)
     out = Path(out) if out is not None else results_dir / "report"
     runs = load_results(results_dir).runs
     if runs.empty:
         raise ValueError(f"no runs recorded under {results_dir}")
+    if with_invalid:
+        runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
-    index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
-             f"({int((runs['status'] != 'ok').sum())} failed, excluded from the tables).", ""]
     task = "sorting" if (runs["task"] == "sorting").any() else None
+    note = f"Runs: {exclusion_note(runs)}"
+    index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
+             f"({_counts(runs)}).", "", note, ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
     for name, (title, build) in TABLES.items():
-        written += write_table(build(runs, task), out, name, title)
+        written += write_table(build(runs, task), out, name, title, note)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
-        written.append(figures.figure2(runs, out / "figure2.png", task))
+        written.append(figures.figure2(runs, out / "figure2.png", task, note))
         index.append("- Figure 2: SR, R, TE and CR against N per model: ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
 
 
-def write_report(results_dir: Path, out: Path | None = None, console: Console | None = None) -> int:
+def _counts(runs: pd.DataFrame) -> str:
+    counts = status_counts(runs)
+    order = [s for s in ("ok", "degraded", "invalid", "failed") if s in counts] + sorted(set(counts) - {"ok", "degraded", "invalid", "failed"})
+    return ", ".join(f"{counts[s]} {s}" for s in order)
+
+
+def write_report(results_dir: Path, out: Path | None = None, console: Console | None = None,
+                 with_invalid: bool = False) -> int:
     """CLI entry: build the report, print the overview and where everything went."""
     console = console or Console()
     try:
-        files = build_report(results_dir, out)
+        files = build_report(results_dir, out, with_invalid)
     except ValueError as exc:
         console.print(f"masgrid report: {exc}")
         return 1
-    print_overview(results_dir, console)
+    print_overview(results_dir, console, with_invalid)
     console.print(f"report: {len(files)} files in {files[0].parent} (index: {files[0]})")
     return 0
 
 
-def print_overview(results_dir: Path, console: Console | None = None) -> int:
-    """Runs per task, protocol and model with their status counts and mean SR%, in the terminal."""
+def print_overview(results_dir: Path, console: Console | None = None, with_invalid: bool = False) -> int:
+    """Runs per task, protocol and model with their status counts and mean SR% (of the runs
+    the tables use), in the terminal."""
     console = console or Console()
     runs = load_results(results_dir).runs
     if runs.empty:
         console.print(f"no runs recorded under {results_dir}")
         return 1
+    if with_invalid:
+        runs = include_invalid(runs)
     counts = overview(runs)
     sr = tables.completed(runs).groupby(["task", "protocol", "model"])["sr"].mean().mul(100)
-    table = Table(title=f"{results_dir}: {len(runs)} runs, {int((runs['status'] != 'ok').sum())} failed")
+    table = Table(title=f"{results_dir}: {len(runs)} runs ({_counts(runs)})", caption=exclusion_note(runs))
     for col in ["task", "protocol", "model", *counts.columns, "SR%"]:
         table.add_column(str(col))
     for key, row in counts.iterrows():

@@ -6,6 +6,8 @@ import re
 
 import pandas as pd
 
+from masgrid.analysis.validity import usable
+
 _TASK = re.compile(r"^silo/(I{1,3})-\d+$")
 LEVELS = {"I": 1, "II": 2, "III": 3}
 
@@ -22,12 +24,11 @@ def oracle_scale(condition: object) -> int | None:
 
 
 def silo_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Completed SILO runs with `level` and `oracle_n` (N of an oracle-<N> baseline, else NaN)."""
+    """Usable SILO runs (analysis/validity.py) with `level` and `oracle_n` (N of an oracle-<N> baseline, else NaN)."""
     if runs.empty:
         return runs.assign(level=pd.Series(dtype="Int64"), oracle_n=pd.Series(dtype="Int64"))
     out = runs[runs["task"].map(level_of).notna()].copy()
-    if "status" in out.columns:
-        out = out[out["status"] == "ok"]
+    out = usable(out)
     out["level"] = out["task"].map(level_of).astype("Int64")
     out["oracle_n"] = out["condition"].map(oracle_scale).astype("Int64")
     return out

@@ -2,7 +2,8 @@
 
     python -m masgrid.analysis.silo_report RESULTS_DIR OUT_DIR [--heatmaps N]
 
-Produces one CSV per table (table1.csv ... table18.csv, table4/15/16/17 from the failure
+Produces README.md (which runs the tables use and which they left out, analysis/validity.py),
+one CSV per table (table1.csv ... table18.csv, table4/15/16/17 from the failure
 analysis, labels.csv with the per-run failure labels) and Figure-7 heatmaps of the N
 largest-N runs of each protocol, so the paper's artefacts come out of one command.
 """
@@ -17,7 +18,8 @@ import pandas as pd
 from masgrid.analysis import silo_failures as sf
 from masgrid.analysis import silo_tables as st
 from masgrid.analysis.load import load_results
-from masgrid.analysis.silo_common import silo_runs
+from masgrid.analysis.silo_common import level_of, silo_runs
+from masgrid.analysis.validity import exclusion_note
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path, heatmaps: int = 1) -> list[Path]:
@@ -32,6 +34,10 @@ def write_report(results_dir: str | Path, out_dir: str | Path, heatmaps: int = 1
         written.append(path)
 
     runs = res.runs
+    family = runs[runs["task"].map(level_of).notna()] if not runs.empty else runs
+    note = out / "README.md"
+    note.write_text(f"# SILO-Bench tables\n\nRuns from `{results_dir}`: {exclusion_note(family)}\n", encoding="utf-8")
+    written.append(note)
     for name in ("table1", "table2", "table3", "table10", "table11", "table12", "table13", "table18"):
         save(name, getattr(st, name)(runs))
     labels = sf.label_runs(runs, res.agents, res.events)

@@ -12,7 +12,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from functools import wraps
+from typing import Callable
+
 from masgrid.analysis.silo_common import silo_runs
+
+TableBuilder = Callable[..., pd.DataFrame]
+
+
+def per_model(build: TableBuilder) -> TableBuilder:
+    """Tables with a `model` argument: called without one on runs of several models, they
+    return one block per model (a leading `model` index level), never a pool of models."""
+    @wraps(build)
+    def wrapper(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
+        models = sorted(set(silo_runs(runs)["model"].dropna()), key=str) if model is None and not runs.empty else []
+        if len(models) <= 1:
+            return build(runs, model)
+        return pd.concat({m: build(runs, m) for m in models}, names=["model"])
+    return wrapper
 
 ROMAN = {1: "I", 2: "II", 3: "III"}
 PROTOCOL_NAMES = {"broadcast": "BP", "p2p": "P2P", "kv": "SFS"}
@@ -65,6 +82,7 @@ def rcc(sr_multi: float, sr_single: float) -> float:
     return 1.0 - sr_multi / sr_single
 
 
+@per_model
 def table2(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """SR(N=1), SR(N=k) and RCC by scale k and level (one model, default: all runs pooled)."""
     df = silo_runs(runs)
@@ -89,6 +107,7 @@ def table2(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     return table
 
 
+@per_model
 def table3(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """SR (%) by level (rows, plus Avg) and N (columns), averaged over protocols."""
     df = _of_model(runs, model)
@@ -99,6 +118,7 @@ def table3(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     return table
 
 
+@per_model
 def table10(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """SR (%) by task (rows) and protocol (columns), plus the average over protocols."""
     df = _of_model(runs, model)
@@ -133,6 +153,7 @@ def table13(runs: pd.DataFrame) -> pd.DataFrame:
     return _by_model_protocol_level(runs, "density", 1.0)
 
 
+@per_model
 def table18(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
     """Scaffold ablation (appendix H): SR (%) by condition and level."""
     df = silo_runs(runs)

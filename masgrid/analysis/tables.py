@@ -1,12 +1,14 @@
 """MAS-Bench tables (paper section 5 and appendix G) from the `runs` table.
 
 Conventions, where the paper leaves room (docs/analysis.md repeats them):
-- Only runs with status ok enter a table; a failed run is an infrastructure failure (a
-  crashed actor, an unreachable server), not a model's wrong answer, and is counted in
-  `masgrid report`'s overview instead.
+- Only usable runs enter a table (analysis/validity.py): status ok or degraded. An invalid
+  run (too many failed model calls) or a failed one measured the infrastructure, not the
+  model; they are counted in `masgrid report`'s overview and its exclusion note instead.
 - A cell is the mean over its runs of the per-run metric: SR% = 100 * mean(sr) with sr the
   per-agent fraction of eq. 4 (an instance's success is sr == 1); R = mean(rounds);
-  TE = mean(te); CR% = 100 * mean(cr). Axes not named by a table are averaged over.
+  TE = mean(te); CR% = 100 * mean(cr). Axes not named by a table are averaged over,
+  except the model: every table has the served model (`model`) as its first row key, so
+  two models are never averaged into one number.
 - Table 6 reports mean total tokens per run (Base and both ablations pooled vs CAMOC);
   Table 7 divides all tokens spent by the number of successful instances.
 """
@@ -18,6 +20,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.validity import usable
+
 PROTOCOLS = ("broadcast", "p2p", "kv")
 CONDITIONS = ("base", "camoc", "abl_submit", "abl_message")
 MODES = ("asc", "near_asc", "random", "near_desc", "desc")
@@ -27,15 +31,23 @@ METRICS: tuple[tuple[str, str, float], ...] = (("SR%", "sr", 100.0), ("R", "roun
 
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs that finished with status ok."""
-    if runs.empty:
-        return runs
-    return runs[runs["status"] == "ok"]
+    """Runs whose metrics the tables use (status ok or degraded; see analysis/validity.py)."""
+    return usable(runs)
 
 
 def _order(values: Sequence[object], preferred: Sequence[object]) -> list[object]:
     present = list(dict.fromkeys(values))
     return [v for v in preferred if v in present] + sorted((v for v in present if v not in preferred), key=str)
+
+
+def _ordered_pairs(index: pd.Index, preferred: Sequence[object]) -> pd.MultiIndex:
+    """(model, value) rows: models sorted, values in the preferred order within each model."""
+    if not isinstance(index, pd.MultiIndex) or index.empty:
+        return index
+    models = sorted(set(index.get_level_values(0)), key=str)
+    values = _order(index.get_level_values(1), preferred)
+    rows = [(m, v) for m in models for v in values if (m, v) in index]
+    return pd.MultiIndex.from_tuples(rows, names=index.names)
 
 
 def for_task(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
@@ -68,25 +80,26 @@ def table1(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
 
 
 def table2(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 2: SR% by N (rows) and (protocol, K) (columns), averaged over everything else."""
+    """Table 2: SR% by model and N (rows) and (protocol, K) (columns), averaged over the rest."""
     runs = for_task(runs, task)
     ok = completed(runs)
-    sr = ok.groupby(["agents", "protocol", "k"])["sr"].mean().mul(100).unstack(["protocol", "k"])
+    sr = ok.groupby(["model", "agents", "protocol", "k"])["sr"].mean().mul(100).unstack(["protocol", "k"])
     protocols = _order(sr.columns.get_level_values(0), PROTOCOLS)
     cols = [(p, k) for p in protocols for k in sorted(set(sr.columns.get_level_values(1))) if (p, k) in sr.columns]
     sr = sr.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["protocol", "k"])).sort_index()
-    sr.index.name = "N"
+    sr.index.names = ["model", "N"]
     return sr
 
 
 def table3(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 3: by input family (ordered by disorder): SR%, R, TE, CR% and the mean inversion rate."""
+    """Table 3: per model, by input family (ordered by disorder): SR%, R, TE, CR% and the mean
+    inversion rate."""
     runs = for_task(runs, task)
-    agg = _metric_frame(runs, ["mode"])
+    agg = _metric_frame(runs, ["model", "mode"])
     ok = completed(runs)
     if "rho" in ok.columns:
-        agg.insert(0, "rho", ok.groupby("mode", dropna=False)["rho"].mean())
-    return agg.reindex(_order(agg.index, MODES))
+        agg.insert(0, "rho", ok.groupby(["model", "mode"], dropna=False)["rho"].mean())
+    return agg.reindex(_ordered_pairs(agg.index, MODES))
 
 
 def scaling(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
@@ -101,15 +114,16 @@ def table6(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
     ok = completed(runs)
     ok = ok[ok["condition"].isin(CONDITIONS)]
     is_camoc = ok["condition"] == "camoc"
+    keys = ["model", "protocol"]
     out = pd.DataFrame({
-        "base_abl_tokens": ok[~is_camoc].groupby("protocol")["tokens_total"].mean(),
-        "camoc_tokens": ok[is_camoc].groupby("protocol")["tokens_total"].mean(),
-        "base_abl_runs": ok[~is_camoc].groupby("protocol")["run_id"].count(),
-        "camoc_runs": ok[is_camoc].groupby("protocol")["run_id"].count(),
+        "base_abl_tokens": ok[~is_camoc].groupby(keys)["tokens_total"].mean(),
+        "camoc_tokens": ok[is_camoc].groupby(keys)["tokens_total"].mean(),
+        "base_abl_runs": ok[~is_camoc].groupby(keys)["run_id"].count(),
+        "camoc_runs": ok[is_camoc].groupby(keys)["run_id"].count(),
     })
     out["delta_pct"] = (out["camoc_tokens"] / out["base_abl_tokens"] - 1) * 100
-    out = out.reindex(_order(out.index, ("kv", "p2p", "broadcast")))
-    out.index.name = "protocol"
+    out = out.reindex(_ordered_pairs(out.index, ("kv", "p2p", "broadcast")))
+    out.index.names = keys
     return out
 
 
@@ -138,8 +152,8 @@ def table8(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
     runs = for_task(runs, task)
     ok = completed(runs)
     ok = ok[ok["agents"] == 1]
-    out = ok.groupby("protocol").agg(tokens_per_run=("tokens_total", "mean"), runs=("run_id", "count"))
-    return out.reindex(_order(out.index, ("kv", "p2p", "broadcast")))
+    out = ok.groupby(["model", "protocol"]).agg(tokens_per_run=("tokens_total", "mean"), runs=("run_id", "count"))
+    return out.reindex(_ordered_pairs(out.index, ("kv", "p2p", "broadcast")))
 
 
 def table9(runs: pd.DataFrame) -> pd.DataFrame:
@@ -151,7 +165,7 @@ def table9(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def table10(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 10: SR% by condition (rows) and task (columns), averaged over models and the rest."""
+    """Table 10: SR% by model and condition (rows) and task (columns), averaged over the rest."""
     ok = completed(runs)
-    out = ok.groupby(["condition", "task"])["sr"].mean().mul(100).unstack("task")
-    return out.reindex(_order(out.index, ("base", "abl_message", "abl_submit", "camoc")))
+    out = ok.groupby(["model", "condition", "task"])["sr"].mean().mul(100).unstack("task")
+    return out.reindex(_ordered_pairs(out.index, ("base", "abl_message", "abl_submit", "camoc")))

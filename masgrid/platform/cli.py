@@ -41,7 +41,7 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR [--out DIR]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid report RESULTS_DIR [--out DIR] [--include-invalid]  write every table (Markdown, CSV) and figure of a results directory
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
 
@@ -92,7 +92,7 @@ def _run(overrides: list[str]) -> int:
         return swept.exit_code
     if "error" in outcome:
         return 2
-    return 0 if outcome.get("status") in ("ok", None) else 1
+    return 0 if outcome.get("status") in ("ok", "degraded", None) else 1
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -184,8 +184,10 @@ def _report(args: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="masgrid report")
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS_DIR/report)")
+    parser.add_argument("--include-invalid", action="store_true",
+                        help="also use runs whose model calls failed above validity.max_model_error_rate")
     ns = parser.parse_args(args)
-    return write_report(ns.results_dir, ns.out)
+    return write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,32 @@ import hashlib
 import json
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from masgrid.actors.backends import BackendSettings
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
+from masgrid.resources import on_reload
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
 _MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
+#: RunConfig fields that never enter a run's identity: where and how it executes, how its
+#: outcome is labelled, and how it is filed.
+NON_IDENTITY = ("results_dir", "execution", "model", "experiment", "tags", "validity", "preflight")
+#: prompt fingerprints per identity (without the fingerprint), for this process
+_PROMPT_HASHES: dict[str, str] = {}
+on_reload(_PROMPT_HASHES.clear)
+
+
+class ValiditySettings(BaseModel):
+    """When a run's model-call failures make its numbers untrustworthy (docs/results.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_model_error_rate: float = Field(
+        0.05, ge=0, le=1, description="a run with any failed model call is `degraded`; above this fraction of "
+        "failed calls it is `invalid` and left out of tables")
 
 
 class ExecutionSettings(BaseModel):
@@ -54,6 +71,13 @@ class RunConfig(BaseModel):
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
+    tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
+    validity: ValiditySettings = Field(default_factory=ValiditySettings)
+    preflight: bool = Field(True, description="check an openai/serve endpoint once before any actor starts")
+    #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
+    #: config to the driver, so the run id never depends on the node that executes it
+    _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("protocol")
     @classmethod
@@ -94,22 +118,70 @@ class RunConfig(BaseModel):
             raise ConfigError(format_validation_error(exc)) from None
 
     def identity(self) -> dict[str, Any]:
-        """What determines a run's result: everything but where and how it executes."""
-        data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model"})
+        """What determines a run's result: the task setting, the model and its sampling, and
+        the rendered prompts (`prompt_hash`); not where or how it executes."""
+        data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
         if get_task(self.task).family != "agentsnet":  # other families' identities stay unchanged
             data.pop("agentsnet")
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
+        data["prompt_hash"] = self._prompt_hash(data)
         return data
 
-    def columns(self) -> dict[str, Any]:
-        """The run's identifying columns of the `runs` table (config keys, id, version)."""
-        import masgrid
+    def _prompt_hash(self, data: dict[str, Any]) -> str:
+        key = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        value = self._prompt_hashes.get(key) or _PROMPT_HASHES.get(key)
+        if value is None:
+            value = _PROMPT_HASHES[key] = self.render_prompt_hash()
+        self._prompt_hashes[key] = value
+        return value
 
+    def render_prompt_hash(self) -> str:
+        """The fingerprint of the prompts as this process renders them (envs/tasks/fingerprint.py)."""
+        from masgrid.envs.tasks.fingerprint import fingerprint
+
+        return fingerprint(get_task(self.task), self.agents, self.k, self.mode, self.seed, self.protocol,
+                           self.condition, self.generation_kwargs())
+
+    @property
+    def prompt_hash(self) -> str:
+        return self.identity()["prompt_hash"]
+
+    @property
+    def point_id(self) -> str:
+        """The grid point without its prompt version: runs of one point recorded before and
+        after a prompt edit share it, so analysis can keep only the newest prompts."""
+        data = self.identity()
+        data.pop("prompt_hash")
+        return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+    def generation_kwargs(self) -> dict[str, Any]:
+        """Keywords the task's generator takes beyond agents/k/mode/seed (graph, family options)."""
+        task = get_task(self.task)
+        extras: dict[str, Any] = {"graph": self.graph} if self.graph is not None else {}
+        extras.update({key: getattr(self, key) for key in task.generation_keys})
+        options = getattr(self, task.family, None)  # a family's own option block, e.g. `agentsnet:`
+        if isinstance(options, BaseModel):
+            extras.update(options.model_dump())
+        return extras
+
+    def columns(self) -> dict[str, Any]:
+        """The run's identifying and provenance columns, shared by the three tables' rows."""
+        from masgrid.platform.provenance import code_provenance
+
+        m = self.model
         return {"run_id": self.run_id, "task": self.task, "protocol": self.protocol, "agents": self.agents,
                 "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
-                "model": self.model.name, "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
-                "results_dir": self.results_dir, "masgrid_version": masgrid.__version__,
+                "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
+                "max_tokens": m.max_tokens, "sampling_seed": m.seed,
+                "token_counter": self.execution.token_counter, "prompt_hash": self.prompt_hash,
+                "point_id": self.point_id,
+                "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
+                "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True)}
+
+    def labels(self) -> dict[str, Any]:
+        """The filing labels every row of every table carries."""
+        return {"experiment": self.experiment, "tags": list(self.tags)}
 
     @property
     def partition(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ import json
 import math
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -26,6 +27,7 @@ from masgrid.platform.config import RunConfig
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
+from masgrid.platform.validity import error_classes_json, judge
 
 EVENT_FLUSH_ROUNDS = 10
 
@@ -39,6 +41,8 @@ class RunSummary(BaseModel):
     rounds: int | None = None
     te: float | None = None
     cr: float | None = None
+    model_calls: int | None = None
+    model_errors: int | None = None
     wall_s: float = 0.0
     results_dir: str = ""
 
@@ -57,6 +61,8 @@ class AgentStats:
     command_errors: int = 0
     fallbacks: int = 0  # replies that failed the protocol's validator and were retried
     failed_parses: int = 0  # retries that were invalid as well
+    model_calls: int = 0
+    stopped: str | None = None  # why the agent was no longer called (a final refusal)
 
 
 @dataclass
@@ -66,7 +72,10 @@ class RunLog:
     run_id: str
     partition: dict[str, Any]
     n_agents: int
+    labels: dict[str, Any] = field(default_factory=dict)  # experiment, tags: on every row
     stats: list[AgentStats] = field(default_factory=list)
+    error_classes: Counter = field(default_factory=Counter)
+    usage_estimated: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
     chunk: int = 0
@@ -79,7 +88,7 @@ class RunLog:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
 
     def _event(self, **row: Any) -> int:
-        row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition)
+        row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
         self.seq += 1
         self.pending.append(row)
         return row["seq"]
@@ -115,11 +124,11 @@ class RunLog:
                 first = c.retry_of
                 st.fallbacks += 1
                 st.failed_parses += c.validation == "failed"
-                st.tokens_in += first.tokens_in
-                st.tokens_out += first.tokens_out
+                self._count_call(st, first)
                 invalid = self._event(
                     phase=phase, round=round_no, agent=i, kind="model_call", verb="invalid_reply", role="assistant",
                     text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
+                    error_class=first.error_class, http_status=first.http_status,
                     tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
                     usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
                     call_started=_when(first.started_at), messages_sent=0)
@@ -127,11 +136,12 @@ class RunLog:
                 self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
                               source=invalid)
             st.rounds += 1
-            st.tokens_in += c.tokens_in
-            st.tokens_out += c.tokens_out
-            st.model_errors += c.error is not None
+            self._count_call(st, c)
+            if c.final and st.stopped is None:
+                st.stopped = f"phase {phase} round {round_no}: {c.error}"
             self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, role="assistant",
-                        text=c.text, reply=None, ok=c.error is None, error=c.error, tokens_in=c.tokens_in,
+                        text=c.text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+                        http_status=c.http_status, tokens_in=c.tokens_in,
                         tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
                         latency_s=c.latency_s, attempts=c.attempts, call_started=_when(c.started_at),
                         messages_sent=0)
@@ -149,6 +159,16 @@ class RunLog:
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
                             messages_sent=o.messages_sent, peers=o.peers)
         self.next_round = round_no + 1
+
+    def _count_call(self, st: AgentStats, c: Completion) -> None:
+        st.model_calls += 1
+        st.tokens_in += c.tokens_in
+        st.tokens_out += c.tokens_out
+        if c.error is not None:
+            st.model_errors += 1
+            self.error_classes[c.error_class or "backend_error"] += 1
+        elif c.usage_source in ("estimate", "invalid"):
+            self.usage_estimated += 1
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending = self.pending, []
@@ -181,7 +201,7 @@ class RunDriver:
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
         # `status`: on a warm worker, the RunName that names this run in the dashboard
         self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote,
-                                   experiment=getattr(cfg, "experiment", None) or "", status=status)
+                                   experiment=cfg.experiment or "", status=status)
 
     def status(self) -> dict[str, Any]:
         return dict(self.progress)
@@ -194,7 +214,7 @@ class RunDriver:
         t0 = time.perf_counter()
         heap.settle()  # in a driver actor: the previous run's objects are gone, freeze the rest
         task = get_task(cfg.task)
-        log = RunLog(run_id, partition, cfg.agents)
+        log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels())
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error = "ok", None
@@ -202,8 +222,10 @@ class RunDriver:
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
-            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **self._task_extras(task))
+            _check_prompts(cfg)
+            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
             run_row, agent_rows = await self._execute(task, instance, log, begun)
+            status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc(limit=8)
@@ -216,20 +238,13 @@ class RunDriver:
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
         wall = time.perf_counter() - t0
         run_row.update(cfg.columns(), status=status, error=error, wall_s=wall, started_at=started,
-                       finished_at=datetime.now(timezone.utc))
+                       finished_at=datetime.now(timezone.utc),
+                       model_error_classes=error_classes_json(log.error_classes))
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
         return RunSummary(run_id=run_id, status=status, error=error, success=run_row.get("success"),
                           sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
-                          cr=run_row.get("cr"), wall_s=wall, results_dir=cfg.results_dir)
-
-    def _task_extras(self, task: Task) -> dict[str, Any]:
-        extras: dict[str, Any] = {"graph": self.cfg.graph} if self.cfg.graph is not None else {}
-        extras.update({key: getattr(self.cfg, key) for key in task.generation_keys})
-        # A family's own option block (e.g. `agentsnet:`) goes to its generator as keywords.
-        options = getattr(self.cfg, task.family, None)
-        if isinstance(options, BaseModel):
-            extras.update(options.model_dump())
-        return extras
+                          cr=run_row.get("cr"), model_calls=run_row.get("model_calls"),
+                          model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir)
 
     # -- components ------------------------------------------------------------------------
     async def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
@@ -352,13 +367,16 @@ class RunDriver:
             "submitted": sum(s is not None for s in submissions),
             **usage,
             "messages_sent": sum(s.messages_sent for s in stats),
-            "model_calls": sum(s.rounds + s.fallbacks for s in stats),
+            "model_calls": sum(s.model_calls for s in stats),
             "fallbacks": sum(s.fallbacks for s in stats),
             "failed_parses": sum(s.failed_parses for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
+            "agents_stopped": sum(s.stopped is not None for s in stats),
+            "calls_usage_estimated": log.usage_estimated,
             "command_errors": sum(s.command_errors for s in stats),
             "startup_s": startup_s,
         }
+        metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
@@ -371,11 +389,26 @@ class RunDriver:
                 "submission": _json(submissions[i]), "expected": _json(instance.expected[i]),
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase1_subs[i]) if n_phases > 1 else None,
-                "system_prompt": first_prompts[i], **stats[i].__dict__,
+                "system_prompt": first_prompts[i], **stats[i].__dict__, **cfg.labels(),
             }
             for i in range(cfg.agents)
         ]
         return metrics, agent_rows
+
+
+def _check_prompts(cfg: RunConfig) -> None:
+    """Refuse to run prompts other than those the run id was computed from (a driver on a
+    node whose conf/ differs from the planner's, or a prompt file edited mid-sweep): its
+    rows would otherwise be filed under the wrong identity."""
+    here = cfg.render_prompt_hash()
+    if here != cfg.prompt_hash:
+        raise PromptMismatch(f"the prompts this driver renders (hash {here}) differ from those the run was planned "
+                             f"with (hash {cfg.prompt_hash}); was conf/ edited during the sweep, or does this node "
+                             f"read another conf/ (MASGRID_CONF)? Re-run the sweep to plan it again.")
+
+
+class PromptMismatch(RuntimeError):
+    """The run's prompts changed between planning and execution."""
 
 
 def _when(epoch_s: float | None) -> datetime | None:

@@ -32,6 +32,8 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
         return
     address = address or os.environ.get("RAY_ADDRESS")
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": True}
+    if os.environ.get("MASGRID_CONF"):  # drivers must render the prompts the run ids were computed from
+        kwargs["runtime_env"] = {"env_vars": {"MASGRID_CONF": os.environ["MASGRID_CONF"]}}
     kwargs.update(init_kwargs)
     ray.init(address=address, **kwargs)
 

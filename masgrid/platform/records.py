@@ -21,12 +21,25 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("mode", pa.string()),
     ("condition", pa.string()),
     ("backend", pa.string()),
-    ("model", pa.string()),
+    ("model", pa.string()),  # the model id requests named (served name), the unit tables group by
+    ("model_preset", pa.string()),  # the conf/model preset the run used
+    ("temperature", pa.float64()),  # sampling as sent; null: the server's default
+    ("top_p", pa.float64()),
+    ("max_tokens", pa.int64()),
+    ("sampling_seed", pa.int64()),
+    ("token_counter", pa.string()),  # how tokens without server usage were counted
+    ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
+    ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
     ("graph", pa.string()),
     ("results_dir", pa.string()),
+    ("experiment", pa.string()),
+    ("tags", pa.list_(pa.string())),
 ]
+
+#: filing labels carried by every row of every table (not part of a run's identity)
+LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("tags", pa.list_(pa.string()))]
 
 #: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
@@ -47,6 +60,12 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
     "model_calls": (pa.int64(), "model calls made"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
+    "model_error_rate": (pa.float64(), "model_errors / model_calls (0 when no call was made); above "
+                         "validity.max_model_error_rate the run is invalid"),
+    "agents_stopped": (pa.int64(), "agents no longer called because the server refused a call for good "
+                       "(a 4xx such as context length exceeded)"),
+    "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
+                              "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
@@ -68,12 +87,18 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
-    ("status", pa.string()),  # ok | failed
+    ("status", pa.string()),  # ok | degraded | invalid | failed (docs/results.md, "Run status")
     ("error", pa.string()),
+    ("model_error_classes", pa.string()),  # JSON {error_class: failed calls}, null when none failed
     ("wall_s", pa.float64()),
     ("started_at", pa.timestamp("us", tz="UTC")),
     ("finished_at", pa.timestamp("us", tz="UTC")),
     ("masgrid_version", pa.string()),
+    ("git_commit", pa.string()),  # HEAD of the checkout (+dirty), or unknown
+    ("python_version", pa.string()),
+    ("ray_version", pa.string()),
+    ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
+    ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
 
@@ -89,6 +114,11 @@ _RUN_KEYS: dict[str, tuple[pa.DataType, str, str]] = {
     "task": (pa.string(), "label", "task name (partition key)"),
     "protocol": (pa.string(), "label", "protocol name (partition key)"),
 }
+
+#: the filing labels (LABEL_COLUMNS) as agents and events columns: unit and meaning
+_LABEL_DOCS = {"experiment": ("label", "the run's `experiment` (config), null when unset"),
+               "tags": ("labels", "the run's `tags` (config)")}
+_LABELS: dict[str, tuple[pa.DataType, str, str]] = {name: (t, *_LABEL_DOCS[name]) for name, t in LABEL_COLUMNS}
 
 #: agents columns: name -> (type, unit, meaning); docs/results.md is generated from it
 AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
@@ -111,7 +141,11 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
     "fallbacks": (pa.int64(), "replies", "replies that failed the protocol's format check and got one retry"),
     "failed_parses": (pa.int64(), "replies", "retries that failed the format check as well"),
+    "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
+    "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
+                                     "else null"),
     "system_prompt": (pa.string(), "text", "phase-1 system message (every phase's is in events, kind prompt)"),
+    **_LABELS,
 }
 
 AGENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in AGENT_COLUMNS.items()])
@@ -148,11 +182,15 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
                                   "holds it"),
     "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
-    "error": (pa.string(), "text", "model_call: why the call failed after its retries"),
+    "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
+    "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),
+    "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
     "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
     "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
     "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); 0 on other events"),
-    "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), estimate (counted here), none"),
+    "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
+                                           "estimate (counted here: no usage), invalid (counted here: usage was "
+                                           "not a count), none (failed call)"),
     "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries included"),
     "call_started": (pa.timestamp("us", tz="UTC"), "UTC time", "model_call: when the request went out"),
     "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries)"),
@@ -160,6 +198,7 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),
     "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
+    **_LABELS,
 }
 
 EVENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in EVENT_COLUMNS.items()])

@@ -15,10 +15,13 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     table.add_column("key", style="bold")
     table.add_column("value")
     setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents} k={cfg.k} mode={cfg.mode} "
-               f"condition={cfg.condition} backend={cfg.backend} model={cfg.model.name} seed={cfg.seed}")
-    rows = [("config", setting), ("status", s.status)]
+               f"condition={cfg.condition} backend={cfg.backend} model={cfg.model.request_model} seed={cfg.seed}")
+    rows = [("config", setting), ("status", _status(s.status))]
     if s.error:
         rows.append(("error", s.error.splitlines()[0]))
+    if s.model_calls is not None and cfg.backend != "scripted":
+        rate = s.model_errors / s.model_calls if s.model_calls and s.model_errors is not None else 0.0
+        rows.append(("model calls", f"{s.model_calls} ({s.model_errors} failed, {rate:.1%})"))
     rows += [
         ("success", str(s.success)),
         ("SR", _fmt(s.sr, "{:.3f}")),
@@ -31,6 +34,12 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+
+
+def _status(status: str) -> str:
+    note = {"degraded": " (some model calls failed; see error)",
+            "invalid": " (too many model calls failed: left out of tables)"}.get(status, "")
+    return status + note
 
 
 def _fmt(value: object, pattern: str) -> str:

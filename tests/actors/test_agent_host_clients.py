@@ -75,7 +75,9 @@ def test_a_reply_that_is_not_a_chat_completion_is_a_recorded_error(http_client):
             return [(await host.step({0: ["go"]}))[0] for _ in range(4)]
 
         first, second, third, fourth = asyncio.run(scenario())
-    assert first.error.startswith("malformed response: choices:")
-    assert second.error.startswith("malformed response: body:")
-    assert third.error.startswith("malformed response: choices:")
-    assert fourth.error is None and fourth.text == "" and fourth.usage_source == "estimate"
+    assert first.error.startswith("malformed_response: choices:")
+    assert second.error.startswith("malformed_response: body:")
+    assert third.error.startswith("malformed_response: choices:")
+    assert fourth.error.startswith("malformed_response: choices.0.message.content is null")
+    assert {c.error_class for c in (first, second, third, fourth)} == {"malformed_response"}
+    assert all(c.tokens_in == 0 and c.usage_source == "none" for c in (first, second, third, fourth))

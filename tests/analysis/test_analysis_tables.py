@@ -114,32 +114,33 @@ def test_table2_sr_by_n_and_k(dataset):
     root, ok = dataset
     t2 = table2(load_results(root).runs)
     sorting = [r for r in ok if r["task"] == "sorting"]
-    assert list(t2.index) == [1, 3]
-    for (n, p, k), values in _group(sorting, ("agents", "protocol", "k"), "sr").items():
-        assert t2.loc[n, (p, k)] == pytest.approx(100 * _mean(values))
+    assert list(t2.index) == [(m, n) for m in MODELS for n in (1, 3)]  # never averaged over models
+    for (m, n, p, k), values in _group(sorting, ("model", "agents", "protocol", "k"), "sr").items():
+        assert t2.loc[(m, n), (p, k)] == pytest.approx(100 * _mean(values))
 
 
 def test_table3_by_input_family(dataset):
     root, ok = dataset
     t3 = table3(load_results(root).runs)
     sorting = [r for r in ok if r["task"] == "sorting"]
-    assert list(t3.index) == ["asc", "random"]  # ordered by disorder, as in the paper
-    for mode, values in _group(sorting, ("mode",), "sr").items():
-        assert t3.loc[mode[0], "SR%"] == pytest.approx(100 * _mean(values))
-        assert t3.loc[mode[0], "runs"] == len(values)
-    assert t3.loc["asc", "rho"] == 0.0
+    assert list(t3.index) == [(m, mode) for m in MODELS for mode in ("asc", "random")]  # by disorder
+    for key, values in _group(sorting, ("model", "mode"), "sr").items():
+        assert t3.loc[key, "SR%"] == pytest.approx(100 * _mean(values))
+        assert t3.loc[key, "runs"] == len(values)
+    assert t3.loc[("model-a", "asc"), "rho"] == 0.0
 
 
 def test_table6_tokens_per_backend(dataset):
     root, ok = dataset
     t6 = table6(load_results(root).runs)
     sorting = [r for r in ok if r["task"] == "sorting"]
-    for p in PROTOCOLS:
-        base = _mean([r["tokens_total"] for r in sorting if r["protocol"] == p and r["condition"] != "camoc"])
-        camoc = _mean([r["tokens_total"] for r in sorting if r["protocol"] == p and r["condition"] == "camoc"])
-        assert t6.loc[p, "base_abl_tokens"] == pytest.approx(base)
-        assert t6.loc[p, "camoc_tokens"] == pytest.approx(camoc)
-        assert t6.loc[p, "delta_pct"] == pytest.approx((camoc / base - 1) * 100)
+    for m, p in itertools.product(MODELS, PROTOCOLS):
+        mine = [r for r in sorting if r["protocol"] == p and r["model"] == m]
+        base = _mean([r["tokens_total"] for r in mine if r["condition"] != "camoc"])
+        camoc = _mean([r["tokens_total"] for r in mine if r["condition"] == "camoc"])
+        assert t6.loc[(m, p), "base_abl_tokens"] == pytest.approx(base)
+        assert t6.loc[(m, p), "camoc_tokens"] == pytest.approx(camoc)
+        assert t6.loc[(m, p), "delta_pct"] == pytest.approx((camoc / base - 1) * 100)
 
 
 def test_table7_tokens_per_correct_instance(dataset):
@@ -159,15 +160,15 @@ def test_tables_8_9_10(dataset):
     root, ok = dataset
     runs = load_results(root).runs
     t8 = table8(runs)
-    for (p,), values in _group([r for r in ok if r["task"] == "sorting" and r["agents"] == 1],
-                               ("protocol",), "tokens_total").items():
-        assert t8.loc[p, "tokens_per_run"] == pytest.approx(_mean(values))
+    for (m, p), values in _group([r for r in ok if r["task"] == "sorting" and r["agents"] == 1],
+                                 ("model", "protocol"), "tokens_total").items():
+        assert t8.loc[(m, p), "tokens_per_run"] == pytest.approx(_mean(values))
     t9 = table9(runs)
     for (task, m), values in _group([r for r in ok if r["condition"] == "base"], ("task", "model"), "sr").items():
         assert t9.loc[task, m] == pytest.approx(100 * _mean(values))
     t10 = table10(runs)
-    for (c, task), values in _group(ok, ("condition", "task"), "sr").items():
-        assert t10.loc[c, task] == pytest.approx(100 * _mean(values))
+    for (m, c, task), values in _group(ok, ("model", "condition", "task"), "sr").items():
+        assert t10.loc[(m, c), task] == pytest.approx(100 * _mean(values))
 
 
 def test_welch_conditions_against_base(dataset):

@@ -21,5 +21,6 @@ def test_report_from_real_runs(tmp_path: Path) -> None:
     written = {p.name for p in write_report(results, tmp_path / "report")}
     assert {"table1.csv", "table2.csv", "table15.csv", "table17.csv", "labels.csv"} <= written
     assert "heatmap-silo_I-06-p2p-3.png" in written and "heatmap-silo_I-06-kv-2.png" in written
+    assert "3 of 3 runs used." in (tmp_path / "report" / "README.md").read_text()
     t2 = pd.read_csv(tmp_path / "report" / "table2.csv", header=[0, 1], index_col=0)
     assert t2.loc["k = 3", ("Level I", "RCC")] == 0.0

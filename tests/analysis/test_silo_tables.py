@@ -73,3 +73,13 @@ def test_tables_3_10_11_12_13_18(tmp_path: Path) -> None:
     assert t13.loc[("m1", "P2P"), "L-I"] == 2.0 and t13.loc[("m1", "BP"), "L-III"] == 1.0
     t18 = st.table18(runs, model="m1")
     assert t18.loc["planning", "L-I SR"] == 100.0 and "oracle-2" not in t18.index
+
+
+def test_tables_without_a_model_argument_keep_models_apart(tmp_path: Path) -> None:
+    runs = synthetic(tmp_path)
+    for build in (st.table2, st.table3, st.table10, st.table18):
+        table = build(runs)
+        assert table.index.names[0] == "model" and sorted(set(table.index.get_level_values(0))) == ["m1", "m2"]
+        assert table.loc["m1"].equals(build(runs, model="m1"))  # each block is the one-model table
+    t3 = st.table3(runs)
+    assert t3.loc[("m2", "I"), "N=2"] == pytest.approx(100 * np.mean([0.7, 0.6, 0.5]))

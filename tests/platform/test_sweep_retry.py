@@ -18,7 +18,8 @@ def test_failed_run_is_rerun_only_with_retry_flag(tmp_path, ray_session, capsys)
     assert len(runs) == 2 and set(runs["status"]) == {"ok"}
 
     # mark one run as failed, as the driver records a crashed run (its error kept)
-    victim = {k: None if pd.isna(v) else v for k, v in runs.iloc[0].to_dict().items()}
+    victim = {k: (None if pd.isna(v) else v) if pd.api.types.is_scalar(v) else list(v)
+              for k, v in runs.iloc[0].to_dict().items()}
     victim.update(status="failed", error="RuntimeError: simulated crash")
     Recorder(tmp_path).finish_run(victim, [], {"task": victim["task"], "protocol": str(victim["protocol"])})
     capsys.readouterr()

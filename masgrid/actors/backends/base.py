@@ -18,10 +18,19 @@ class Completion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
+    #: "<error_class>: <message>" of a call that failed after its retries (backends/errors.py)
     error: str | None = None
+    error_class: str | None = None
+    http_status: int | None = None
+    #: the server refused the request for good (a 4xx other than 408/409/429): this agent
+    #: is not called again in the phase and counts as not submitted
+    final: bool = False
     tokens_in: int = 0
     tokens_out: int = 0
-    usage_source: Literal["server", "estimate", "none"] = "none"
+    #: server: the reply's usage fields; estimate: counted here (the server sent none);
+    #: invalid: counted here because the server's usage was not a count (negative, huge,
+    #: not an integer); none: no tokens (a failed call adds nothing to any token count)
+    usage_source: Literal["server", "estimate", "invalid", "none"] = "none"
     latency_s: float = 0.0
     #: wall-clock time (epoch seconds) the call was sent, after the host's concurrency limit
     started_at: float | None = None

@@ -8,7 +8,7 @@ directly for the same reason.
 
 The request and the recorded outcome are the same as with the SDK path: the body from
 `request_body`, the reply read by `completion_from_reply`, errors recorded with
-the same prefixes (`timeout:`, `http <status>:`, `connection error:`, `malformed response:`).
+the same error classes (backends/errors.py).
 The retry policy follows the one the SDK documents: connection errors, timeouts and HTTP 408,
 409, 429 and 5xx are retried up to `model.max_retries` times, after an exponential backoff
 (0.5 s doubling, at most 8 s, up to a quarter shorter at random) or after the server's
@@ -27,12 +27,12 @@ import aiohttp
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
+from masgrid.actors.backends.errors import CallFailure, classify_exception, http_failure
 from masgrid.actors.backends.openai_chat import KEEPALIVE_S, api_key, completion_from_reply, failed_call, request_body
 from masgrid.envs.tokens import TokenCounter
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 FIRST_BACKOFF_S, MAX_BACKOFF_S, MAX_RETRY_AFTER_S = 0.5, 8.0, 60.0
-TIMEOUT_ERROR = "timeout: the model call exceeded its time limit on every attempt"
 
 
 def backoff_s(retry: int, retry_after: str | None = None) -> float:
@@ -65,7 +65,8 @@ class DirectChatBackend(ChatBackend):
     async def complete(self, messages: list[Message]) -> Completion:
         start = time.perf_counter()
         payload = request_body(self.settings, messages)  # the same body as the SDK path
-        attempts, error = 0, TIMEOUT_ERROR
+        attempts = 0
+        failure = CallFailure(error_class="backend_error", message="no attempt was made")
         for retry in range(self.settings.max_retries + 1):
             attempts += 1
             retry_after = None
@@ -76,17 +77,15 @@ class DirectChatBackend(ChatBackend):
                     if response.status == 200:
                         return completion_from_reply(_decode(raw), messages, self.count,
                                                      time.perf_counter() - start, attempts)
-                    error = f"http {response.status}: {raw[:300].decode(errors='replace')}"
+                    failure = http_failure(response.status, raw[:4096])
                     if not retryable(response.status):
                         break
                     retry_after = response.headers.get("Retry-After")
-            except asyncio.TimeoutError:
-                error = TIMEOUT_ERROR
-            except aiohttp.ClientError as exc:
-                error = f"connection error: {type(exc).__name__}: {exc}"
+            except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
+                failure = classify_exception(exc)
             if retry < self.settings.max_retries:
                 await asyncio.sleep(backoff_s(retry, retry_after))
-        return failed_call(error, messages, self.count, time.perf_counter() - start, attempts)
+        return failed_call(failure, time.perf_counter() - start, attempts)
 
 
 def _decode(raw: bytes) -> Any:

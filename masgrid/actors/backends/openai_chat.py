@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
+from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid.envs.tokens import TokenCounter
 
 
@@ -32,9 +33,18 @@ class ReplyChoice(BaseModel):
     finish_reason: str | None = None
 
 
+#: more tokens than any one call can use: usage beyond it is a server bug, not a count
+MAX_USAGE_TOKENS = 100_000_000
+
+
 class ReplyUsage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
+    """Usage as a count: non-negative whole numbers within MAX_USAGE_TOKENS (strict: a
+    float, a string or 1e20 is not a token count)."""
+
+    model_config = ConfigDict(strict=True)
+
+    prompt_tokens: int = Field(ge=0, le=MAX_USAGE_TOKENS)
+    completion_tokens: int = Field(ge=0, le=MAX_USAGE_TOKENS)
 
 
 class ChatReply(BaseModel):
@@ -43,7 +53,7 @@ class ChatReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     choices: list[ReplyChoice]
-    usage: ReplyUsage | None = None
+    usage: Any = None  # checked on its own: bad usage must not throw away a good reply
 
 
 def completion_from_reply(data: Any, messages: list[Message], count: TokenCounter, latency_s: float,
@@ -54,25 +64,39 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        return Completion(error=f"malformed response: {where}: {first['msg']}", latency_s=latency_s,
-                          attempts=attempts)
+        return failed_call(malformed(f"{where}: {first['msg']}"), latency_s, attempts)
     if not reply.choices:
-        return Completion(error="response had no choices", latency_s=latency_s, attempts=attempts)
+        return failed_call(malformed("the response had no choices"), latency_s, attempts)
     choice = reply.choices[0]
-    text = choice.message.content or ""
-    if reply.usage is not None:
-        tin, tout, source = reply.usage.prompt_tokens, reply.usage.completion_tokens, "server"
+    if choice.message.content is None:
+        return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
+                                     f"{choice.finish_reason})"), latency_s, attempts)
+    text = choice.message.content
+    usage, source = _usage(reply.usage)
+    if usage is not None:
+        tin, tout = usage.prompt_tokens, usage.completion_tokens
     else:
-        tin, tout, source = sum(count(m["content"]) for m in messages), count(text), "estimate"
+        tin, tout = sum(count(m["content"]) for m in messages), count(text)
     return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source, latency_s=latency_s,
                       attempts=attempts, finish_reason=choice.finish_reason)
 
 
-def failed_call(error: str, messages: list[Message], count: TokenCounter, latency_s: float,
-                attempts: int) -> Completion:
-    """A call that failed on every attempt: the prompt's tokens are estimated, nothing came back."""
-    return Completion(error=error, latency_s=latency_s, attempts=attempts,
-                      tokens_in=sum(count(m["content"]) for m in messages), usage_source="estimate")
+def _usage(raw: Any) -> tuple[ReplyUsage | None, str]:
+    """The server's usage, or None with why the tokens are counted here instead:
+    `estimate` (no usage sent) or `invalid` (sent, but not a count)."""
+    if raw is None:
+        return None, "estimate"
+    try:
+        return ReplyUsage.model_validate(raw), "server"
+    except ValidationError:
+        return None, "invalid"
+
+
+def failed_call(failure: CallFailure, latency_s: float, attempts: int) -> Completion:
+    """A call that failed on every attempt. It carries no tokens: nothing came back, and an
+    estimate of the prompt would inflate token counts and deflate TE for calls that never ran."""
+    return Completion(error=failure.error, error_class=failure.error_class, http_status=failure.http_status,
+                      final=failure.final, latency_s=latency_s, attempts=attempts)
 
 
 def api_key(settings: BackendSettings) -> str:
@@ -103,8 +127,9 @@ class OpenAIChatBackend(ChatBackend):
                                          cast_to=openai.AsyncAPIResponse[dict])
             data = await raw.parse()
         except Exception as exc:  # noqa: BLE001 - any failure is recorded, the run goes on
-            return failed_call(describe_error(exc), messages, self.count, time.perf_counter() - start,
-                               self.settings.max_retries + 1)
+            failure = classify_exception(exc)
+            return failed_call(failure, time.perf_counter() - start,
+                               1 if failure.final else self.settings.max_retries + 1)
         return completion_from_reply(data, messages, self.count, time.perf_counter() - start,
                                      int(getattr(raw, "retries_taken", 0)) + 1)
 
@@ -148,13 +173,3 @@ def http_backend(settings: BackendSettings, count: TokenCounter, clients: Client
 
         return DirectChatBackend(settings, count, shared_session(clients, pool))
     return OpenAIChatBackend(settings, count, shared_client(clients, pool))
-
-
-def describe_error(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout: the model call exceeded its time limit on every attempt"
-    if isinstance(exc, openai.APIStatusError):
-        return f"http {exc.status_code}: {str(exc)[:300]}"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"connection error: {exc}"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"

@@ -20,6 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.backends.errors import CallFailure, classify_exception, http_failure, malformed
 from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
@@ -75,27 +76,39 @@ class HandleChatBackend(ChatBackend):
         if isinstance(item, list):
             item = item[0]
         data = item.model_dump() if hasattr(item, "model_dump") else item
-        if "choices" not in data:
-            raise RuntimeError(f"model error: {str(data.get('message') or data)[:300]}")
+        if "choices" not in data:  # vLLM's ErrorResponse carries the HTTP status it would have sent
+            code = data.get("code") if isinstance(data, dict) else None
+            failure = http_failure(code, data) if isinstance(code, int) and code >= 400 else malformed(str(data))
+            raise Refused(failure)
         return data
 
     async def complete(self, messages: list[Message]) -> Completion:
         start = time.perf_counter()
-        attempts, last = 0, ""
+        attempts = 0
+        last = CallFailure(error_class="backend_error", message="no attempt was made")
         for attempt in range(self.settings.max_retries + 1):
             attempts = attempt + 1
             try:
                 data = await self._attempt(messages)
-                break
-            except asyncio.TimeoutError:
-                last = "timeout: the model call exceeded its time limit on every attempt"
+            except Refused as exc:
+                last = exc.failure
+                if last.final:
+                    break
             except Exception as exc:  # noqa: BLE001 - replica death, router errors: retry, then record
-                last = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                last = classify_exception(exc)
+            else:
+                return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
             if attempt < self.settings.max_retries:
                 await asyncio.sleep(BACKOFF_S * 2 ** attempt)
-        else:
-            return failed_call(last, messages, self.count, time.perf_counter() - start, attempts)
-        return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
+        return failed_call(last, time.perf_counter() - start, attempts)
+
+
+class Refused(Exception):
+    """The deployment answered with an error object instead of a completion."""
+
+    def __init__(self, failure: CallFailure) -> None:
+        super().__init__(failure.error)
+        self.failure = failure
 
 
 async def _await(response: Any) -> Any:

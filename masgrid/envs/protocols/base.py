@@ -106,6 +106,12 @@ class Protocol(ABC):
         return {}
 
     @classmethod
+    def fixed_texts(cls) -> tuple[str, ...]:
+        """Every fixed text the substrate can show an agent (harness replies, templates); it
+        enters the run's prompt fingerprint (envs/tasks/fingerprint.py)."""
+        return (MSG_MODEL_ERROR, MSG_NO_COMMANDS, MSG_SKIPPED)
+
+    @classmethod
     def reply_validator(cls, view: Any) -> Callable[[str, str | None], str | None] | None:
         """A check the agent host runs on each completion, (expect, text) -> retry prompt or
         None; a failed check gets one retry in the same round. None: no validation."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from string import Template
 from typing import Any, Callable, ClassVar
 
@@ -32,7 +31,7 @@ import yaml
 
 from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid.envs.protocols.base import Protocol
-from masgrid.resources import read_text
+from masgrid.resources import conf_cached, read_text
 
 FINAL_MARKER = "### Final Answer ###"
 EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"
@@ -40,7 +39,7 @@ EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"
 _DECODER = json.JSONDecoder()
 
 
-@lru_cache(maxsize=1)
+@conf_cached(maxsize=1)
 def _prompt_file() -> dict[str, str]:
     return yaml.safe_load(read_text("prompts/agentsnet/protocol.yaml"))
 
@@ -135,6 +134,11 @@ class LocalProtocol(Protocol):
         self.cot = bool(instance.params.get("cot", True))
         self.question = str(instance.params.get("question", ""))
         self.prompts = local_prompts()
+
+    @classmethod
+    def fixed_texts(cls) -> tuple[str, ...]:
+        prompts = local_prompts()
+        return (MSG_MODEL_ERROR, *(f"{key}={prompts[key]}" for key in sorted(prompts)))
 
     @classmethod
     def reply_validator(cls, view: Any) -> Callable[[str, str | None], str | None] | None:

@@ -3,6 +3,8 @@
 Each round: every agent that has not submitted generates in parallel; then the replies
 are applied to the environment in agent-id order; their results reach the agents with
 their next call. Nothing written in round r is seen by any model call before r + 1.
+An agent whose call the server refused for good (`Completion.final`, e.g. the prompt no
+longer fits the context) is not called again in the phase and counts as not submitted.
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ class LockstepScheduler(Scheduler):
         submissions: list = [None] * ctx.n_agents
         pending: dict[int, list[str]] = {i: [] for i in range(ctx.n_agents)}
         calls = [0] * ctx.n_agents
+        stopped: set[int] = set()
         rounds = 0
         while rounds < ctx.max_rounds:
-            active = [i for i in range(ctx.n_agents) if submissions[i] is None]
+            active = [i for i in range(ctx.n_agents) if submissions[i] is None and i not in stopped]
             if not active:
                 break
             rounds += 1
             completions = await ctx.agents.step({i: pending[i] for i in active})
             for i in active:
                 calls[i] += 1
+            stopped.update(i for i in active if completions[i].final)
             replies = [(i, completions[i].text, completions[i].error) for i in active]
             outcomes = await ctx.env.apply_round(rounds, replies)
             for i in active:

@@ -52,23 +52,25 @@ def test_a_client_error_is_not_retried_and_a_server_error_is_retried_to_the_limi
     with ChatServer(lambda request: Reply(status=400)) as server:
         bad = asyncio.run(call(settings(server.base_url, max_retries=2)))
         assert len(server.requests) == 1
-    assert bad.error.startswith("http 400:") and bad.attempts == 1 and bad.usage_source == "estimate"
+    assert bad.error_class == "http_4xx" and "http 400: scripted failure" in bad.error and bad.attempts == 1
+    assert bad.final and bad.http_status == 400
+    assert bad.tokens_in == bad.tokens_out == 0 and bad.usage_source == "none"  # nothing estimated
     with ChatServer(lambda request: Reply(status=503, headers={"Retry-After": "0.01"})) as server:
         down = asyncio.run(call(settings(server.base_url, max_retries=2)))
         assert len(server.requests) == 3
-    assert down.error.startswith("http 503:") and down.attempts == 3
-    assert down.tokens_in == sum(approx_tokens(m["content"]) for m in MESSAGES)
+    assert down.error_class == "http_5xx" and "http 503" in down.error and down.attempts == 3
+    assert not down.final and down.tokens_in == 0
 
 
 def test_a_hang_times_out_and_a_closed_port_is_a_connection_error():
     with ChatServer(lambda request: Reply("late", hang_s=2.0)) as server:
         hung = asyncio.run(call(settings(server.base_url, max_retries=0).model_copy(update={"timeout_s": 0.3})))
-    assert hung.error.startswith("timeout:") and hung.attempts == 1 and 0.3 <= hung.latency_s < 1.5
+    assert hung.error_class == "timeout" and hung.attempts == 1 and 0.3 <= hung.latency_s < 1.5
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
     refused = asyncio.run(call(settings(f"http://127.0.0.1:{port}/v1", max_retries=1)))
-    assert refused.error.startswith("connection error:") and refused.attempts == 2
+    assert refused.error_class == "connection_refused" and refused.attempts == 2 and not refused.final
 
 
 @pytest.mark.parametrize("retry", [0, 1, 3, 10])

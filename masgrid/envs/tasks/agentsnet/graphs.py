@@ -17,12 +17,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass
-from functools import lru_cache
 
 import networkx as nx
 import numpy as np
 
-from masgrid.resources import read_text
+from masgrid.resources import conf_cached, read_text
 
 GRAPH_MODELS: dict[str, str] = {"ws": "small-world (Watts-Strogatz)", "ba": "scale-free (Barabasi-Albert)",
                                 "dt": "geometric (Delaunay triangulation)"}
@@ -62,7 +61,7 @@ class AgentGraph:
         return int(nx.diameter(self.nx()))
 
 
-@lru_cache(maxsize=1)
+@conf_cached(maxsize=1)
 def first_names() -> tuple[str, ...]:
     lines = read_text("data/first_names.txt").splitlines()
     names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))

@@ -8,19 +8,18 @@ objective for adversaries and, in the aware setting, a warning for honest agents
 
 from __future__ import annotations
 
-from functools import lru_cache
 from string import Template
 from typing import Any
 
 import yaml
 
 from masgrid.envs.tasks.base import AgentView
-from masgrid.resources import read_text
+from masgrid.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/agentsnet"
 
 
-@lru_cache(maxsize=8)
+@conf_cached(maxsize=8)
 def _yaml(name: str) -> dict[str, Any]:
     return yaml.safe_load(read_text(f"{PROMPT_DIR}/{name}"))
 

