@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         return _score(rest)
     if command == "report":
         return _report(rest)
+    if command == "show":
+        from masgrid.platform.show import show_command
+
+        return show_command(rest)
     if command == "serve":
         from masgrid.platform.serving import serve_command
 
@@ -38,6 +42,7 @@ USAGE = """usage:
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
   masgrid report RESULTS_DIR [--out DIR] [--include-invalid]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""

@@ -1,6 +1,7 @@
 """The run driver: generates the instance, creates environment and agents, runs the
-phases through the scheduler, scores, and records. One driver per run; as a Ray actor it
-is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by id.
+phases through the scheduler, scores, and records. One driver per run; as a Ray actor of
+its own it is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by
+id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_status.py).
 """
 
 from __future__ import annotations
@@ -78,14 +79,42 @@ class RunLog:
     pending: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
     chunk: int = 0
+    #: per agent: (seq, reply) of its events since its last model call, which its next
+    #: observations quote; an observation names such an event instead of repeating its text
+    replies: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    next_round: int = 1
 
     def __post_init__(self) -> None:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
 
-    def _event(self, **row: Any) -> None:
+    def _event(self, **row: Any) -> int:
         row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
         self.seq += 1
         self.pending.append(row)
+        return row["seq"]
+
+    # Every message that enters an agent's chat history is one event with a `role`, in
+    # history order (seq), so the events alone rebuild each model call's input
+    # (masgrid.analysis.transcript).
+    def _message(self, **row: Any) -> int:
+        """A prompt or observation event; counters are 0 and ok true (so pandas keeps the
+        columns int and bool, as before these events existed)."""
+        return self._event(ok=True, tokens_in=0, tokens_out=0, tokens_comm=0, messages_sent=0, **row)
+
+    def record_prompts(self, phase: int, prompts: dict[int, str]) -> None:
+        """A phase starts each agent's history afresh with its system message."""
+        self.replies, self.next_round = {}, 1
+        for i in sorted(prompts):
+            self._message(phase=phase, round=0, agent=i, kind="prompt", role="system", text=prompts[i])
+
+    def record_observations(self, phase: int, observations: dict[int, list[str]]) -> None:
+        """The user messages appended before each agent's next call (exactly what its host gets)."""
+        for i in sorted(observations):
+            quotable = iter(self.replies.pop(i, []))
+            for text in observations[i]:
+                source = next((seq for seq, reply in quotable if reply == text), None)
+                self._message(phase=phase, round=self.next_round, agent=i, kind="observation", role="user",
+                              text=None if source is not None else text, source=source)
 
     def record_round(self, phase: int, round_no: int, completions: dict[int, Completion],
                      outcomes: dict[int, list[OutcomeRecord]]) -> None:
@@ -96,23 +125,29 @@ class RunLog:
                 st.fallbacks += 1
                 st.failed_parses += c.validation == "failed"
                 self._count_call(st, first)
-                self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb="invalid_reply",
-                            text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
-                            error_class=first.error_class, http_status=first.http_status,
-                            tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
-                            usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
-                            call_started=_when(first.started_at), messages_sent=0)
+                invalid = self._event(
+                    phase=phase, round=round_no, agent=i, kind="model_call", verb="invalid_reply", role="assistant",
+                    text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
+                    error_class=first.error_class, http_status=first.http_status,
+                    tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
+                    usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
+                    call_started=_when(first.started_at), messages_sent=0)
+                # the host's retry turn: the format check's message, as a user message
+                self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
+                              source=invalid)
             st.rounds += 1
             self._count_call(st, c)
             if c.final and st.stopped is None:
                 st.stopped = f"phase {phase} round {round_no}: {c.error}"
-            self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, text=c.text,
-                        reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+            self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, role="assistant",
+                        text=c.text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                         http_status=c.http_status, tokens_in=c.tokens_in,
                         tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
                         latency_s=c.latency_s, attempts=c.attempts, call_started=_when(c.started_at),
                         messages_sent=0)
+            quotable = self.replies[i] = []
             for o in outcomes.get(i, []):
+                quotable.append((self.seq, o.reply))
                 st.tokens_comm += o.tokens_comm
                 st.messages_sent += o.messages_sent
                 st.messages_received += o.received
@@ -123,6 +158,7 @@ class RunLog:
                             reply=o.reply, ok=o.ok, error=None, tokens_in=0, tokens_out=0,
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
                             messages_sent=o.messages_sent, peers=o.peers)
+        self.next_round = round_no + 1
 
     def _count_call(self, st: AgentStats, c: Completion) -> None:
         st.model_calls += 1
@@ -140,17 +176,32 @@ class RunLog:
         return self.chunk, rows
 
 
+class LoggedAgents:
+    """The agents as a scheduler steps them: each step's observations are logged first."""
+
+    def __init__(self, pool: AgentPoolClient, log: RunLog, phase: int) -> None:
+        self.pool, self.log, self.phase = pool, log, phase
+        self.n_agents = pool.n_agents
+
+    async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
+        self.log.record_observations(self.phase, observations)
+        return await self.pool.step(observations, expect)
+
+
 class RunDriver:
     """Executes one run. Wrapped as a Ray actor by the launcher, or used in-process."""
 
-    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool, pool: Any = None) -> None:
+    def __init__(self, cfg: RunConfig, recorder: Any, recorder_remote: bool, pool: Any = None,
+                 status: Any = None) -> None:
         self.cfg = cfg
         self.recorder = Port(recorder, recorder_remote)
         self.remote = cfg.execution.executor == "ray"
         self.pool = pool if self.remote else None  # DriverHosts: borrow warm hosts
         self._actors: list[tuple[str, Any]] = []
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
-        self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote)
+        # `status`: on a warm worker, the RunName that names this run in the dashboard
+        self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote,
+                                   experiment=cfg.experiment or "", status=status)
 
     def status(self) -> dict[str, Any]:
         return dict(self.progress)
@@ -282,11 +333,12 @@ class RunDriver:
                 setups[i] = AgentSetup(view=view, system_prompt=task.build_prompt(view, cfg.protocol, cfg.condition))
             if phase == 1:
                 first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
+            log.record_prompts(phase, {i: s.system_prompt for i, s in setups.items()})
             # The environment's reset and the hosts' fresh histories are independent: one round trip.
             await asyncio.gather(env_port.call("reset"), pool.broadcast(
                 "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
-                               agents=pool, env=env,
+                               agents=LoggedAgents(pool, log, phase), env=env,
                                on_round=on_round)
             result = await scheduler.run_phase(ctx)
             phase_rounds.append(result.rounds)

@@ -13,6 +13,7 @@ from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunDriver, RunSummary
 from masgrid.platform.recorder import Recorder
+from masgrid.platform.run_status import RunName
 
 log = logging.getLogger("masgrid")
 NAMESPACE = "masgrid"
@@ -91,7 +92,11 @@ class DriverWorker:
         self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
 
     async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
-        summary = await RunDriver(cfg, recorder, True, self.pool).run()
+        name = RunName(cfg.run_id)  # the run's name in the dashboard (see run_status.py)
+        try:
+            summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
+        finally:
+            name.close()
         heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
         return summary
 
@@ -147,7 +152,7 @@ def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
                         namespace=NAMESPACE, max_concurrency=16).remote(host_pool())
-                    # the task carries the run's name in the dashboard (the warm process cannot)
+                    # the task and the worker's status actor carry the run's name in the dashboard
                     in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:
                     driver = driver_actor(cfg, rec)

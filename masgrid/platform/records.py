@@ -108,59 +108,97 @@ def runs_schema() -> pa.Schema:
     return pa.schema(fields + RUN_STATUS_COLUMNS[1:])
 
 
-AGENTS_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("task", pa.string()),
-    ("protocol", pa.string()),
-    ("agent", pa.int64()),
-    ("submission", pa.string()),  # JSON of the final-phase answer, null if none
-    ("expected", pa.string()),  # JSON
-    ("correct", pa.bool_()),
-    ("partial", pa.float64()),
-    ("submitted_phase1", pa.string()),  # JSON, two-phase conditions only
-    ("rounds", pa.int64()),
-    ("tokens_in", pa.int64()),
-    ("tokens_out", pa.int64()),
-    ("tokens_comm", pa.int64()),
-    ("messages_sent", pa.int64()),
-    ("messages_received", pa.int64()),
-    ("deliveries", pa.int64()),  # messages of this agent that reached a receiver (a broadcast: one per receiver)
-    ("files_read_others", pa.int64()),
-    ("model_errors", pa.int64()),
-    ("command_errors", pa.int64()),
-    ("fallbacks", pa.int64()),  # replies retried after failing the protocol's format check
-    ("failed_parses", pa.int64()),  # retries that failed the check as well
-    ("model_calls", pa.int64()),
-    ("stopped", pa.string()),  # why the agent was no longer called (a final server refusal), else null
-    ("system_prompt", pa.string()),  # phase-1 system message
-    *LABEL_COLUMNS,
-])
+#: the columns that tie an agents or events row to its run
+_RUN_KEYS: dict[str, tuple[pa.DataType, str, str]] = {
+    "run_id": (pa.string(), "id", "the run (16 hex digits of the config hash)"),
+    "task": (pa.string(), "label", "task name (partition key)"),
+    "protocol": (pa.string(), "label", "protocol name (partition key)"),
+}
 
-EVENTS_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("task", pa.string()),
-    ("protocol", pa.string()),
-    ("seq", pa.int64()),  # order within the run
-    ("phase", pa.int64()),
-    ("round", pa.int64()),
-    ("agent", pa.int64()),
-    ("kind", pa.string()),  # model_call | command | harness
-    ("verb", pa.string()),
-    ("text", pa.string()),  # model output, or the command block
-    ("reply", pa.string()),  # harness reply to the agent
-    ("ok", pa.bool_()),
-    ("error", pa.string()),
-    ("error_class", pa.string()),  # model_call: class of a failed call (actors/backends/errors.py)
-    ("http_status", pa.int64()),  # model_call: HTTP status of a failed call, when there was one
-    ("tokens_in", pa.int64()),
-    ("tokens_out", pa.int64()),
-    ("tokens_comm", pa.int64()),
-    ("usage_source", pa.string()),
-    ("latency_s", pa.float64()),
-    ("call_started", pa.timestamp("us", tz="UTC")),  # model_call: when the request went out
-    ("attempts", pa.int64()),
-    ("messages_sent", pa.int64()),
-    ("peers", pa.list_(pa.int64())),  # send: receivers; receive: senders (one per message); read_file: writer
-    ("time", pa.timestamp("us", tz="UTC")),
-    *LABEL_COLUMNS,
-])
+#: the filing labels (LABEL_COLUMNS) as agents and events columns: unit and meaning
+_LABEL_DOCS = {"experiment": ("label", "the run's `experiment` (config), null when unset"),
+               "tags": ("labels", "the run's `tags` (config)")}
+_LABELS: dict[str, tuple[pa.DataType, str, str]] = {name: (t, *_LABEL_DOCS[name]) for name, t in LABEL_COLUMNS}
+
+#: agents columns: name -> (type, unit, meaning); docs/results.md is generated from it
+AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
+    **_RUN_KEYS,
+    "agent": (pa.int64(), "agent id", "agent id, 0 .. agents-1"),
+    "submission": (pa.string(), "JSON", "the agent's final-phase answer as JSON, null if it submitted none"),
+    "expected": (pa.string(), "JSON", "the answer the task expected from this agent, as JSON"),
+    "correct": (pa.bool_(), "boolean", "submission equals expected"),
+    "partial": (pa.float64(), "fraction in [0, 1]", "the task's partial credit for this agent's answer"),
+    "submitted_phase1": (pa.string(), "JSON", "the phase-1 answer as JSON (two-phase conditions only, else null)"),
+    "rounds": (pa.int64(), "rounds (model calls)", "rounds in which this agent was called, all phases (a retry is not a round)"),
+    "tokens_in": (pa.int64(), "tokens", "prompt tokens of this agent's model calls, retries included"),
+    "tokens_out": (pa.int64(), "tokens", "completion tokens of this agent's model calls, retries included"),
+    "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies"),
+    "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
+    "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
+    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver)"),
+    "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
+    "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
+    "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
+    "fallbacks": (pa.int64(), "replies", "replies that failed the protocol's format check and got one retry"),
+    "failed_parses": (pa.int64(), "replies", "retries that failed the format check as well"),
+    "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
+    "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
+                                     "else null"),
+    "system_prompt": (pa.string(), "text", "phase-1 system message (every phase's is in events, kind prompt)"),
+    **_LABELS,
+}
+
+AGENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in AGENT_COLUMNS.items()])
+
+#: events kinds -> meaning. Rows with a `role` are the chat messages of the agents' histories.
+EVENT_KINDS: dict[str, str] = {
+    "prompt": "the system message that opens an agent's history in a phase (round 0, role system)",
+    "observation": "a user message appended to an agent's history before its next model call (role user): "
+                   "the text, or when `text` is null the `reply` of the event numbered `source`",
+    "model_call": "one model call and its reply (role assistant; a failed call leaves an empty assistant "
+                  "message); verb invalid_reply: a reply that failed the format check and was retried",
+    "command": "one command the environment executed from a reply, with the reply it gave",
+    "harness": "a harness reply that is no command's (no command found, model error, round notice)",
+    "delivery": "LOCAL protocol: the user message a round's end delivers to this agent (its neighbours' messages "
+                "and the next instruction), in `reply`",
+}
+
+#: events columns: name -> (type, unit, meaning)
+EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
+    **_RUN_KEYS,
+    "seq": (pa.int64(), "position", "order of the event within the run, from 0; history order within an agent's phase"),
+    "phase": (pa.int64(), "phase", "phase, from 1 (2: the rerun of a two-phase condition)"),
+    "round": (pa.int64(), "round", "round within the phase, from 1 (prompt events: 0)"),
+    "agent": (pa.int64(), "agent id", "the agent the event belongs to"),
+    "kind": (pa.string(), "label", "what happened: " + ", ".join(EVENT_KINDS)),
+    "verb": (pa.string(), "label", "command verb (command), deliver (delivery), invalid_reply (model_call), "
+                                   "retry (observation: the format check's message), else null"),
+    "text": (pa.string(), "text", "model output (model_call), the command block (command), the message (prompt, "
+                                  "observation without source)"),
+    "reply": (pa.string(), "text", "what the environment answered the agent (command, harness, delivery); "
+                                   "invalid_reply: the format check's message"),
+    "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
+                                   "user, assistant); null: the event added none"),
+    "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
+                                  "holds it"),
+    "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
+    "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
+    "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),
+    "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
+    "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
+    "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
+    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); 0 on other events"),
+    "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
+                                           "estimate (counted here: no usage), invalid (counted here: usage was "
+                                           "not a count), none (failed call)"),
+    "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries included"),
+    "call_started": (pa.timestamp("us", tz="UTC"), "UTC time", "model_call: when the request went out"),
+    "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries)"),
+    "messages_sent": (pa.int64(), "messages", "command: messages it sent (0 on other events)"),
+    "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
+                                                 "read_file: writer"),
+    "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
+    **_LABELS,
+}
+
+EVENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in EVENT_COLUMNS.items()])

@@ -1,28 +1,34 @@
 """Run progress in the Ray dashboard: Ray metrics exported by every run driver.
 
-The dashboard already lists each driver as the named actor `run:<run_id>` (namespace
-`masgrid`, method `status()` gives phase and round). These metrics add the time series,
-tagged by run id, task and protocol, on the dashboard's Metrics view (Prometheus/Grafana):
+Each running run is the named actor `run:<run_id>` (namespace `masgrid`): its own driver
+(`execution.reuse_actors=false`) or, on a warm driver worker, a small `RunStatus` actor
+(run_status.py; from one second into the run); either one's `status()` gives phase and
+round. These metrics add the time series on the dashboard's Metrics view
+(Prometheus/Grafana, where Ray prefixes each name with `ray_`), all tagged with `task`,
+`protocol` and `experiment` (the config's `experiment`, empty when unset):
 
-- `masgrid_run_round`         gauge: current round of the run (within its phase)
-- `masgrid_run_phase`         gauge: current phase
-- `masgrid_rounds_total`      counter: rounds completed
-- `masgrid_runs_finished_total` counter: finished runs, tagged with `status` (ok | failed)
+- `masgrid_run_round`           gauge: current round of the run (within its phase); tag run_id
+- `masgrid_run_phase`           gauge: current phase; tag run_id
+- `masgrid_rounds_total`        counter: rounds completed; tag run_id
+- `masgrid_runs_finished_total` counter: finished runs; tag status (ok | failed)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-_TAGS = ("run_id", "task", "protocol")
+_TAGS = ("run_id", "task", "protocol", "experiment")
+_FINISHED_TAGS = ("task", "protocol", "experiment", "status")
 
 
 class RunProgress:
     """No-op outside Ray (executor=local), so the in-process path needs no cluster."""
 
-    def __init__(self, run_id: str, task: str, protocol: str, enabled: bool = True) -> None:
-        self.tags = {"run_id": run_id, "task": task, "protocol": protocol}
+    def __init__(self, run_id: str, task: str, protocol: str, enabled: bool = True, experiment: str = "",
+                 status: Any = None) -> None:
+        self.tags = {"run_id": run_id, "task": task, "protocol": protocol, "experiment": experiment}
         self.enabled = enabled
+        self.status = status  # warm driver workers: the run's RunName (run_status.py), told each round
         self._m: dict[str, Any] = {}
         if enabled:
             from ray.util.metrics import Counter, Gauge
@@ -31,11 +37,12 @@ class RunProgress:
                 "round": Gauge("masgrid_run_round", "current round of a masgrid run", tag_keys=_TAGS),
                 "phase": Gauge("masgrid_run_phase", "current phase of a masgrid run", tag_keys=_TAGS),
                 "rounds": Counter("masgrid_rounds_total", "rounds completed by masgrid runs", tag_keys=_TAGS),
-                "finished": Counter("masgrid_runs_finished_total", "finished masgrid runs",
-                                    tag_keys=("task", "protocol", "status")),
+                "finished": Counter("masgrid_runs_finished_total", "finished masgrid runs", tag_keys=_FINISHED_TAGS),
             }
 
     def round(self, phase: int, round_no: int) -> None:
+        if self.status is not None:
+            self.status.update(phase, round_no)
         if self.enabled:
             self._m["round"].set(round_no, tags=self.tags)
             self._m["phase"].set(phase, tags=self.tags)
@@ -43,5 +50,5 @@ class RunProgress:
 
     def finished(self, status: str) -> None:
         if self.enabled:
-            self._m["finished"].inc(1, tags={"task": self.tags["task"], "protocol": self.tags["protocol"],
-                                             "status": status})
+            tags = {k: v for k, v in self.tags.items() if k != "run_id"}
+            self._m["finished"].inc(1, tags={**tags, "status": status})

@@ -3,9 +3,12 @@ failure shows up as the specified harness reply in the events table, metrics are
 computed and the Parquet dataset reads back."""
 
 import json
+from collections import Counter
+
 import pandas as pd
 import pytest
 
+from masgrid.analysis.transcript import calls as rebuilt_calls
 from masgrid.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
 from masgrid.envs.tasks import get_task
 from masgrid.platform.config import RunConfig
@@ -65,7 +68,7 @@ def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_cl
 
     events = pd.read_parquet(tmp_path / "events")
     e0 = events[events["agent"] == 0].sort_values("seq")
-    replies = e0[e0["kind"] != "model_call"]["reply"].tolist()
+    replies = e0[e0["kind"].isin(["command", "harness"])]["reply"].tolist()
     assert replies[:8] == [
         MSG_NO_COMMANDS,
         MSG_MODEL_ERROR,
@@ -97,3 +100,9 @@ def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_cl
     usage_sources = set(events[events["kind"] == "model_call"]["usage_source"].dropna())
     assert usage_sources == {"server", "estimate", "none"}  # none: the two failed calls
     assert run["calls_usage_estimated"] == 1
+    # The audit trail through failures: each call's rebuilt input is what the server got, once per attempt.
+    attempts = dict(zip(events["seq"], events["attempts"]))
+    rebuilt = Counter()
+    for call in rebuilt_calls(events):
+        rebuilt[json.dumps(call.messages)] += int(attempts[call.reply.seq])
+    assert rebuilt == Counter(json.dumps(r["messages"]) for r in statuses)

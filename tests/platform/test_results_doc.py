@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from masgrid.platform import schema_doc
-from masgrid.platform.records import RUN_METRICS, runs_schema
+from masgrid.platform.records import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
+                                      RUN_METRICS, runs_schema)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
@@ -23,3 +24,21 @@ def test_every_metric_column_has_meaning_and_unit_in_the_doc():
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[2] and cells[2] != "see meaning", name  # a real unit
         assert cells[3] == meaning and meaning
+
+
+def _doc_row(doc: str, section: str, name: str) -> list[str]:
+    block = doc.split(f"### {section}", 1)[1].split("\n### ", 1)[0]
+    row = next(line for line in block.splitlines() if line.startswith(f"| `{name}` |"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_every_agents_and_events_column_and_event_kind_has_meaning_and_unit_in_the_doc():
+    doc = DOC.read_text(encoding="utf-8")
+    for section, columns, schema in (("`agents` columns", AGENT_COLUMNS, AGENTS_SCHEMA),
+                                     ("`events` columns", EVENT_COLUMNS, EVENTS_SCHEMA)):
+        assert list(columns) == schema.names
+        for name, (_, unit, meaning) in columns.items():
+            cells = _doc_row(doc, section, name)
+            assert cells[2] == unit and unit and cells[3] == meaning and meaning, name
+    for kind, meaning in EVENT_KINDS.items():
+        assert _doc_row(doc, "`events` kinds", kind)[1] == meaning and meaning

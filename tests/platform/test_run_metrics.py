@@ -22,3 +22,23 @@ def test_metrics_accept_every_update(ray_session) -> None:
     assert set(progress._m) == {"round", "phase", "rounds", "finished"}
     with pytest.raises(ValueError):  # the tag contract the dashboard queries rely on
         progress._m["round"].set(1, tags={"run_id": "r2"})
+
+
+def test_metric_names_and_tags_match_the_docs(ray_session) -> None:
+    """The names and tag keys the dashboard shows are the ones run_metrics and docs/serving.md promise."""
+    import re
+    from pathlib import Path
+
+    from masgrid.platform import run_metrics
+
+    progress = RunProgress("r3", "sorting", "kv", enabled=True, experiment="pilot")
+    progress.round(1, 1)
+    progress.finished("ok")
+    created = {m._name: set(m._tag_keys) for m in progress._m.values()}
+    serving = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text(encoding="utf-8")
+    watching = serving.split("## Watching runs", 1)[1].split("\n## ", 1)[0]
+    for doc in (run_metrics.__doc__, watching):
+        assert set(re.findall(r"`(masgrid_[a-z_]+)`", doc)) == set(created)
+    assert all({"task", "protocol", "experiment"} <= tags for tags in created.values())
+    assert created["masgrid_runs_finished_total"] == {"task", "protocol", "experiment", "status"}
+    assert progress.tags["experiment"] == "pilot"
