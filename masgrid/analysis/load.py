@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from masgrid.analysis.integrity import Damage, check_results
 
 TABLES = ("runs", "agents", "events")
 
@@ -15,14 +17,22 @@ class Results:
     runs: pd.DataFrame
     agents: pd.DataFrame
     events: pd.DataFrame
+    #: damaged files found (and set aside) while loading; a report lists them
+    damaged: list[Damage] = field(default_factory=list)
 
 
 def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
-    """One table with partition columns as plain strings (not categoricals)."""
+    """One table with partition columns as plain strings (not categoricals). A damaged file
+    is set aside (analysis/integrity.py) and the table read again without it."""
     path = Path(results_dir) / table
     if not path.is_dir() or not any(path.rglob("part-*.parquet")):
         return pd.DataFrame()
-    df = pd.read_parquet(path)
+    try:
+        df = pd.read_parquet(path)
+    except Exception:  # noqa: BLE001 - an unreadable file: quarantine it, then read the rest
+        if not check_results(results_dir):
+            raise
+        return read_table(results_dir, table)
     for key in ("task", "protocol"):
         if key in df.columns:
             df[key] = df[key].astype(str)
@@ -32,6 +42,7 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
 def load_results(results_dir: str | Path, completed_only: bool = True) -> Results:
     """runs/agents/events; with `completed_only`, rows of runs without a `runs` row are dropped
     (left by an interrupted attempt that a resume will redo)."""
+    damaged = check_results(results_dir) if Path(results_dir).is_dir() else []
     runs = read_table(results_dir, "runs")
     agents = read_table(results_dir, "agents")
     events = read_table(results_dir, "events")
@@ -39,4 +50,4 @@ def load_results(results_dir: str | Path, completed_only: bool = True) -> Result
         done = set(runs["run_id"])
         agents = agents[agents["run_id"].isin(done)] if not agents.empty else agents
         events = events[events["run_id"].isin(done)] if not events.empty else events
-    return Results(runs=runs, agents=agents, events=events)
+    return Results(runs=runs, agents=agents, events=events, damaged=damaged)

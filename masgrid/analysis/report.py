@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from masgrid.analysis import figures, stats, tables
+from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
 from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts
@@ -57,7 +58,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     Invalid runs are left out unless `with_invalid`; every table says what was left out."""
     results_dir = Path(results_dir)
     out = Path(out) if out is not None else results_dir / "report"
-    runs = load_results(results_dir).runs
+    loaded = load_results(results_dir)
+    runs = loaded.runs
     if runs.empty:
         raise ValueError(f"no runs recorded under {results_dir}")
     if with_invalid:
@@ -67,6 +69,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     note = f"Runs: {exclusion_note(runs)}"
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
              f"({_counts(runs)}).", "", note, ""]
+    if loaded.damaged:
+        index += ["Damaged files set aside (a resume re-runs their runs):", "",
+                  *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
     for name, (title, build) in TABLES.items():
         written += write_table(build(runs, task), out, name, title, note)
@@ -89,6 +94,8 @@ def write_report(results_dir: Path, out: Path | None = None, console: Console | 
                  with_invalid: bool = False) -> int:
     """CLI entry: build the report, print the overview and where everything went."""
     console = console or Console()
+    for line in describe(check_results(results_dir) if Path(results_dir).is_dir() else []):
+        console.print(f"masgrid report: {line}", markup=False)
     try:
         files = build_report(results_dir, out, with_invalid)
     except ValueError as exc:

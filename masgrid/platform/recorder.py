@@ -91,7 +91,14 @@ class Recorder:
                            [run_row], SCHEMAS["runs"])
 
     def run_status(self) -> dict[str, str]:
-        """run_id -> status of every recorded run (for resume)."""
+        """run_id -> status of every recorded run (for resume). Damaged files are set aside
+        first (analysis/integrity.py), so their runs count as incomplete and run again."""
+        import sys
+
+        from masgrid.analysis.integrity import check_results, describe
+
+        for line in describe(check_results(self.root)):
+            print(f"masgrid: {line}", file=sys.stderr, flush=True)
         out: dict[str, str] = {}
         for path in (self.root / "runs").rglob("part-*.parquet"):
             table = pq.read_table(path, columns=["run_id", "status"])

@@ -1,0 +1,113 @@
+"""Damaged result files: found, reported, set aside, and their runs redone.
+
+A results directory can be damaged outside masgrid's control (a disk filling up under
+another program, a copy interrupted half-way, a file edited by hand). masgrid's own writes
+are atomic, so any `part-*.parquet` that pyarrow cannot read was damaged after it was
+written. Such a file must neither block a resume nor `masgrid report`:
+
+- it is moved to `results_dir/quarantine/<same relative path>` and logged, with what was
+  lost, in `results_dir/quarantine/log.jsonl`;
+- a run whose `agents` or `events` file is damaged has its `runs` file set aside as well,
+  so it counts as incomplete and a resume runs it again (a run is complete exactly when it
+  has a `runs` row); a damaged `runs` file makes its run incomplete by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+TABLES = ("runs", "agents", "events")
+QUARANTINE = "quarantine"
+_RUN_ID = re.compile(r"^part-([0-9a-f]{16})(?:-\d+)?\.parquet$")
+
+
+class Damage(BaseModel):
+    """One unreadable file and what its loss means."""
+
+    path: str
+    table: str
+    run_id: str | None
+    error: str
+    lost: str
+    moved_to: str | None = None
+
+
+def _readable(path: Path, table: str) -> str | None:
+    """None if the file reads back, else why not. `runs` files are read whole (they are
+    small and decide resume); other tables' footers and schema."""
+    try:
+        if table == "runs":
+            pq.read_table(path, columns=["run_id", "status"])
+        else:
+            meta = pq.ParquetFile(path).metadata
+            if meta.num_columns == 0:
+                return "no columns"
+        return None
+    except Exception as exc:  # noqa: BLE001 - any reader failure means the file is damaged
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def scan(results_dir: str | Path) -> list[Damage]:
+    """Every unreadable data file under the three tables (temporary dot-files are ignored)."""
+    root = Path(results_dir)
+    found = []
+    for table in TABLES:
+        base = root / table
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("part-*.parquet")):
+            why = _readable(path, table)
+            if why is None:
+                continue
+            match = _RUN_ID.match(path.name)
+            run_id = match.group(1) if match else None
+            lost = (f"the runs row of run {run_id}: the run will be re-run on resume" if table == "runs" else
+                    f"{table} rows of run {run_id}: its runs row is set aside too, so a resume re-runs it")
+            found.append(Damage(path=str(path), table=table, run_id=run_id, error=why, lost=lost))
+    return found
+
+
+def quarantine(results_dir: str | Path, damages: list[Damage]) -> list[Damage]:
+    """Move damaged files (and the runs files of runs they belong to) out of the tables."""
+    root = Path(results_dir)
+    moved: list[Damage] = []
+    extra: list[Damage] = []
+    for damage in damages:
+        if damage.table != "runs" and damage.run_id:
+            for runs_file in (root / "runs").rglob(f"part-{damage.run_id}.parquet"):
+                extra.append(Damage(path=str(runs_file), table="runs", run_id=damage.run_id, error="set aside",
+                                    lost=f"run {damage.run_id} is incomplete until a resume re-runs it "
+                                         f"({damage.table} file damaged)"))
+    log = root / QUARANTINE / "log.jsonl"
+    for damage in [*damages, *extra]:
+        path = Path(damage.path)
+        if not path.exists():
+            continue
+        target = root / QUARANTINE / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            target = target.with_name(f"{target.stem}.{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}{target.suffix}")
+        path.replace(target)
+        done = damage.model_copy(update={"moved_to": str(target)})
+        moved.append(done)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"time": datetime.now(timezone.utc).isoformat(), **done.model_dump()}) + "\n")
+    return moved
+
+
+def check_results(results_dir: str | Path, move: bool = True) -> list[Damage]:
+    """Scan and (by default) quarantine; returns what was found, for the caller to report."""
+    damages = scan(results_dir)
+    return quarantine(results_dir, damages) if damages and move else damages
+
+
+def describe(damages: list[Damage]) -> list[str]:
+    """One line per damaged file, for a terminal or a log."""
+    return [f"damaged {d.table} file {d.path} ({d.error}); lost: {d.lost}"
+            + (f"; moved to {d.moved_to}" if d.moved_to else "") for d in damages]
