@@ -7,12 +7,14 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunDriver, RunSummary
 from masgrid.platform.recorder import Recorder
+from masgrid.platform.results_lock import ResultsLock
 from masgrid.platform.run_status import RunName
 
 log = logging.getLogger("masgrid")
@@ -103,7 +105,8 @@ class DriverWorker:
 
 def run_local(cfg: RunConfig) -> RunSummary:
     """Everything in this process: no Ray at all (debugging, profiling)."""
-    return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
+    with writer_locks([cfg]):
+        return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
 
 
 def run_one(cfg: RunConfig) -> RunSummary:
@@ -126,12 +129,34 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
 
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
              on_done: Callable[[RunConfig, RunSummary], None] | None = None) -> list[RunSummary]:
-    """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order."""
-    import ray
-
+    """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order,
+    holding each results_dir's writer lock (ResultsDirBusy if another process holds one)."""
     cfgs = list(cfgs)
     if not cfgs:
         return []
+    with writer_locks(cfgs):
+        return _run_many(cfgs, max_concurrent, on_done)
+
+
+@contextmanager
+def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
+    """Hold the one-writer lock of every results_dir the runs write (platform/results_lock.py)."""
+    roots = sorted({str(Path(c.results_dir).resolve()) for c in cfgs})
+    held: list[str] = []
+    try:
+        for root in roots:
+            ResultsLock.hold(root)
+            held.append(root)
+        yield
+    finally:
+        for root in held:
+            ResultsLock.drop(root)
+
+
+def _run_many(cfgs: list[RunConfig], max_concurrent: int,
+              on_done: Callable[[RunConfig, RunSummary], None] | None) -> list[RunSummary]:
+    import ray
+
     ensure_ray(cfgs[0].execution.ray_address)
     _ensure_deployments(cfgs)
     for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
