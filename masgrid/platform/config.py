@@ -54,6 +54,8 @@ class RunConfig(BaseModel):
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    preflight: bool = Field(True, description="check the model endpoint once before any actor starts "
+                                              "(masgrid/platform/preflight.py); never part of the identity")
 
     @field_validator("protocol")
     @classmethod
@@ -95,7 +97,7 @@ class RunConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What determines a run's result: everything but where and how it executes."""
-        data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model"})
+        data = self.model_dump(mode="json", exclude={"results_dir", "execution", "model", "preflight"})
         if get_task(self.task).family != "agentsnet":  # other families' identities stay unchanged
             data.pop("agentsnet")
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}

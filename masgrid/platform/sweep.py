@@ -147,10 +147,14 @@ def take_config_dump() -> str | None:
 
 def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
     """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight."""
+    from masgrid.platform.preflight import preflight
+
+    plan = plan_sweep(cfgs, settings.retry_failed)
+    if plan.todo:
+        preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
     from masgrid.platform.launch import ensure_ray, run_many
     from masgrid.platform.progress import SweepProgress
 
-    plan = plan_sweep(cfgs, settings.retry_failed)
     result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
     results_dirs = sorted({c.results_dir for c in cfgs})
     progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
@@ -169,9 +173,6 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
         progress.advance(failed=summary.status != "ok")
 
     if plan.todo:
-        from masgrid.platform.preflight import preflight
-
-        preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
         ensure_ray(plan.todo[0].execution.ray_address)
     progress.start()
     todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
