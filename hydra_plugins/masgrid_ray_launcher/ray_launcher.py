@@ -6,22 +6,23 @@ function (here: a driver that itself starts actors), has no bound on concurrent 
 than CPU reservations, composes configs one by one while submitting, and knows nothing of
 results already recorded. masgrid's unit of work is a driver actor (`launch.run_many`),
 so this launcher only composes: every job config is built and validated first (all
-errors reported, nothing started), then `masgrid.platform.sweep.run_sweep` skips recorded
-runs and keeps at most `sweep.max_concurrent` drivers in flight.
+errors reported, nothing started; `masgrid.platform.compose` composes once per config-group
+choice, not once per job), a grid whose jobs would collapse into one run is refused, then
+`masgrid.platform.sweep.run_sweep` skips recorded runs and keeps at most
+`sweep.max_concurrent` drivers in flight.
 """
 
 
-import copy
 import logging
+import sys
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
 
@@ -46,33 +47,30 @@ class MasgridRayLauncher(Launcher):
         self.hydra_context = hydra_context
         self.task_function = task_function
 
-    def _job_config(self, overrides: Sequence[str], idx: int) -> tuple[DictConfig, dict[str, Any]]:
-        assert self.hydra_context is not None and self.config is not None
-        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-        with open_dict(sweep_config):
-            sweep_config.hydra.job.id = idx
-            sweep_config.hydra.job.num = idx
-        HydraConfig.instance().set_config(sweep_config)  # lets ${hydra:...} interpolations resolve
-        task_cfg = copy.deepcopy(sweep_config)
-        with read_write(task_cfg), open_dict(task_cfg):
-            del task_cfg["hydra"]
-        data = OmegaConf.to_container(task_cfg, resolve=True)
-        assert isinstance(data, dict)
-        return sweep_config, data  # type: ignore[return-value]
-
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from masgrid.platform.compose import JobComposer
         from masgrid.platform.config import ConfigError
-        from masgrid.platform.sweep import (SweepResult, remember, report_config_errors, run_sweep,
-                                            split_job_config)
+        from masgrid.platform.preflight import PreflightError
+        from masgrid.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
+                                            report_config_errors, run_sweep, split_job_config, take_config_dump)
 
+        assert self.hydra_context is not None and self.config is not None
         setup_globals()
-        jobs, cfgs, errors = [], [], []
-        settings = None
+        show = take_config_dump()
+        if not job_overrides:
+            remember(SweepResult(error=_fail("masgrid run: the sweep expands to no job "
+                                             "(an empty value list among the overrides?); nothing was run")))
+            return []
+        composer = JobComposer(self.hydra_context.config_loader, self.config)
+        jobs, cfgs, all_settings, errors = [], [], [], []
         for offset, overrides in enumerate(job_overrides):
             idx = initial_job_idx + offset
             shown = " ".join(filter_overrides(overrides)) or "(defaults)"
             try:
-                sweep_config, data = self._job_config(overrides, idx)
+                sweep_config, data = composer.compose(overrides, idx)
+                if show:
+                    print(f"# job {idx}: {shown}\n{OmegaConf.to_yaml(data)}", flush=True)
+                    continue
                 cfg, job_settings = split_job_config(data)
             except ConfigError as exc:
                 errors.append((shown, str(exc)))
@@ -80,14 +78,24 @@ class MasgridRayLauncher(Launcher):
             except Exception as exc:  # noqa: BLE001 - interpolation or composition errors, per job
                 errors.append((shown, f"{type(exc).__name__}: {exc}"))
                 continue
-            settings = settings or job_settings  # the sweep settings are those of the first job
             jobs.append((overrides, sweep_config, cfg))
             cfgs.append(cfg)
+            all_settings.append(job_settings)
         if errors:
             remember(SweepResult(total=len(job_overrides), error=report_config_errors(errors)))
             return []
-        assert settings is not None
-        result = run_sweep(cfgs, settings)
+        if show:
+            remember(SweepResult(total=len(job_overrides)))
+            return []
+        collapsed = collapsed_keys(cfgs, all_settings)
+        if collapsed:
+            remember(SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed))))
+            return []
+        try:
+            result = run_sweep(cfgs, all_settings[0])
+        except PreflightError as exc:
+            remember(SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}")))
+            return []
         remember(result)
         returns = []
         for overrides, sweep_config, cfg in jobs:
@@ -96,3 +104,8 @@ class MasgridRayLauncher(Launcher):
             ret.return_value = "failed" if cfg.run_id in result.failures else "done"
             returns.append(ret)
         return returns
+
+
+def _fail(line: str) -> str:
+    print(line, file=sys.stderr)
+    return line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ from masgrid.resources import conf_dir
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Local Ray needs no token auth (the Makefile sets the same); a user's own setting wins.
+    # Before anything imports Ray, so `masgrid run` prints no token-auth warning.
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -48,12 +52,118 @@ USAGE = """usage:
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 
 
-def _run(overrides: list[str]) -> int:
+def split_run_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """(Hydra flags with their values, key=value overrides), so `-m` or `--cfg job` may come
+    anywhere on the line: Hydra's argparse stops taking flags after the first override."""
+    from hydra._internal.utils import get_args_parser
+
+    actions = get_args_parser()._option_string_actions
+    flags: list[str] = []
+    overrides: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        action = actions.get(name)
+        if action is None:
+            (flags if arg.startswith("-") and "=" not in arg else overrides).append(arg)
+            continue
+        flags.append(arg)
+        if name != arg or action.nargs == 0:  # --flag=value, or a switch
+            continue
+        value = next(rest, None)
+        if value is None:
+            continue
+        optional = action.nargs == "?" and (value.startswith("-") or bool(action.choices) and value not in action.choices)
+        (overrides if optional and not value.startswith("-") else flags).append(value)  # --info x=1: not its value
+    return flags, overrides
+
+
+def _flag_value(flags: list[str], *names: str) -> str | None:
+    for i, flag in enumerate(flags):
+        key, sep, value = flag.partition("=")
+        if key in names:
+            return value if sep else (flags[i + 1] if i + 1 < len(flags) else None)
+    return None
+
+
+def _without_flag(flags: list[str], *names: str) -> list[str]:
+    out, skip = [], False
+    for flag in flags:
+        if skip:
+            skip = False
+        elif flag in names:
+            skip = True  # its value follows
+        elif flag.partition("=")[0] not in names:
+            out.append(flag)
+    return out
+
+
+#: `masgrid run --hydra-help`: Hydra's own text advertises shell completion, which cannot work
+#: for a subcommand (and Hydra composes that help without conf/config.yaml, so it is replaced here)
+HYDRA_HELP = """Hydra flags of masgrid run (they may come anywhere on the line):
+  --cfg,-c job|hydra|all  print the configuration instead of running (with -m: job, every job's)
+  --resolve               with --cfg: resolve interpolations
+  --package,-p PACKAGE    with --cfg: print this package only
+  --info,-i [all|config|defaults|defaults-tree|plugins|searchpath]  Hydra's information
+  --multirun,-m           run the grid of every comma list on Ray (docs/sweeps.md)
+  --config-dir,-cd DIR    add a directory of configs to the search path
+  --version               Hydra's version
+Shell completion (-sc) is not supported."""
+
+
+def _run(args: list[str]) -> int:
+    flags, overrides = split_run_args(args)
+    if "--hydra-help" in flags:
+        print(HYDRA_HELP)
+        return 0
+    if {"-sc", "--shell-completion"} & {f.partition("=")[0] for f in flags}:
+        print("masgrid run: shell completion is not supported (Hydra's completion script assumes a "
+              "one-command program, not `masgrid run`)", file=sys.stderr)
+        return 2
+    multirun = bool({"-m", "--multirun"} & set(flags))
+    show = _flag_value(flags, "--cfg", "-c")
+    if multirun and show is not None:
+        if show != "job":
+            print(f"masgrid run: with -m, only --cfg job is supported (every job's configuration), not {show!r}",
+                  file=sys.stderr)
+            return 2
+        from masgrid.platform.sweep import request_config_dump
+
+        flags = _without_flag(flags, "--cfg", "-c", "--resolve")  # the jobs' configs print resolved
+        request_config_dump(show)
+    if multirun:
+        from masgrid.platform.preflight import PreflightError
+
+        try:
+            _check_sweep_dir(overrides)
+        except PreflightError as exc:
+            print(f"masgrid run: {exc}", file=sys.stderr)
+            return 2
+    return _hydra_run([*flags, *overrides], multirun)
+
+
+def _check_sweep_dir(overrides: list[str]) -> None:
+    """Hydra's sweeper writes results_dir/.multirun/multirun.yaml before the launcher sees a
+    job, so an unwritable results_dir given on the command line would end in its traceback."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from masgrid.platform.preflight import check_results_dir
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself
+        return
+    for override in parsed:
+        if override.key_or_group == "results_dir" and not override.is_sweep_override():
+            check_results_dir(str(override.value()))
+
+
+def _hydra_run(argv: list[str], multirun: bool) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
     from masgrid.platform.config import ConfigError
-    from masgrid.platform.sweep import split_job_config, take_last_result
+    from masgrid.platform.sweep import split_job_config, take_config_dump, take_last_result
 
     outcome: dict[str, Any] = {}
 
@@ -66,15 +176,16 @@ def _run(overrides: list[str]) -> int:
             outcome["error"] = str(exc)
             print(exc, file=sys.stderr)
             return
-        from masgrid.platform.launch import run_one
-        from masgrid.platform.summary import print_summary
-
         from masgrid.actors.serving.deploy import ServingUnavailable
         from masgrid.actors.serving.spec import ServingError
+        from masgrid.platform.launch import run_one
+        from masgrid.platform.preflight import PreflightError, preflight
+        from masgrid.platform.summary import print_summary
 
         try:
+            preflight([run_cfg])
             summary = run_one(run_cfg)
-        except (ServingError, ServingUnavailable) as exc:  # backend=serve: the model cannot be deployed
+        except (PreflightError, ServingError, ServingUnavailable) as exc:  # bad endpoint or results_dir
             outcome["error"] = str(exc)
             print(f"masgrid run: {exc}", file=sys.stderr)
             return
@@ -82,14 +193,18 @@ def _run(overrides: list[str]) -> int:
         print_summary(run_cfg, summary)
 
     saved = sys.argv
-    sys.argv = ["masgrid run", *overrides]
+    sys.argv = ["masgrid run", *argv]
     try:
         hydra_entry()
     finally:
         sys.argv = saved
+        take_config_dump()  # not left behind for a later call in this process
     swept = take_last_result()  # set by the masgrid_ray launcher in multirun mode
     if swept is not None:
         return swept.exit_code
+    if multirun:  # Hydra's sweeper never called the launcher
+        print("masgrid run: the sweep expands to no job; nothing was run", file=sys.stderr)
+        return 2
     if "error" in outcome:
         return 2
     return 0 if outcome.get("status") in ("ok", "degraded", None) else 1
@@ -159,6 +274,8 @@ def _score(args: list[str]) -> int:
     try:
         task = get_task(ns.task)
         instance = Instance.model_validate_json(ns.instance.read_text())
+        if instance.task != task.name:
+            raise ValueError(f"{ns.instance} is an instance of task {instance.task}, not {task.name}")
         raw = _load_answers(ns.answers, instance.n_agents)
         if len(raw) != instance.n_agents:
             raise ValueError(f"the instance has {instance.n_agents} agents but {len(raw)} answers were given")

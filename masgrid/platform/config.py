@@ -74,7 +74,8 @@ class RunConfig(BaseModel):
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
     validity: ValiditySettings = Field(default_factory=ValiditySettings)
-    preflight: bool = Field(True, description="check an openai/serve endpoint once before any actor starts")
+    preflight: bool = Field(True, description="check the model endpoint once before any actor starts "
+                                              "(masgrid/platform/preflight.py); never part of the identity")
     #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
     #: config to the driver, so the run id never depends on the node that executes it
     _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Literal
+from typing import Callable, Literal
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
@@ -18,7 +18,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 
 class SweepProgress:
     def __init__(self, total: int, mode: Literal["auto", "rich", "plain", "off"] = "auto",
-                 log_every_s: float = 10.0, console: Console | None = None) -> None:
+                 log_every_s: float = 10.0, console: Console | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self.console = console or Console(file=sys.stdout)
         if mode == "auto":
             mode = "rich" if self.console.is_terminal else "plain"
@@ -27,7 +29,8 @@ class SweepProgress:
         self.done = 0
         self.failed = 0
         self.log_every_s = log_every_s
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
+        self._first: float | None = None  # when the first run completed
         self._last_line = float("-inf")  # the first completion always prints
         self._bar: Progress | None = None
         self._task: int | None = None
@@ -41,7 +44,7 @@ class SweepProgress:
             print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
     def start(self) -> None:
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         if self.mode == "rich":
             self._bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(),
@@ -50,22 +53,32 @@ class SweepProgress:
             self._task = self._bar.add_task("sweep", total=self.total, failed=0)
 
     def advance(self, failed: bool = False) -> None:
+        if self._first is None:
+            self._first = self.clock()
         self.done += 1
         self.failed += failed
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=1, failed=self.failed)
         elif self.mode == "plain":
-            now = time.monotonic()
+            now = self.clock()
             if self.done == self.total or now - self._last_line >= self.log_every_s:
                 self._last_line = now
                 print(self.line(), flush=True)
 
     def line(self) -> str:
-        elapsed = time.monotonic() - self._t0
-        eta = elapsed / self.done * (self.total - self.done) if self.done else float("nan")
-        rate = self.done / elapsed * 60 if elapsed > 0 else 0.0
+        """Counts, rate and ETA. Rate and ETA are measured from the first completion: until then
+        the clock holds Ray's and the first actors' start-up, which later runs do not pay
+        (a warm pool), so an ETA from it would be far too long. Unknown ("?") before two."""
+        now = self.clock()
+        elapsed = now - self._t0
+        rate = eta = float("nan")
+        if self.done >= 2 and self._first is not None and now > self._first:
+            per_run = (now - self._first) / (self.done - 1)
+            rate, eta = 60 / per_run, per_run * (self.total - self.done)
+        elif self.done and self.done == self.total:
+            eta = 0.0
         return (f"[sweep] {self.done}/{self.total} done, {self.failed} failed, "
-                f"{rate:.1f} runs/min, elapsed {_hms(elapsed)}, eta {_hms(eta)}")
+                f"{'?' if rate != rate else f'{rate:.1f}'} runs/min, elapsed {_hms(elapsed)}, eta {_hms(eta)}")
 
     def stop(self) -> None:
         if self._bar is not None:

@@ -79,11 +79,11 @@ def recorded_status(results_dir: str) -> dict[str, str]:
 
 
 def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False) -> SweepPlan:
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     unique: list[RunConfig] = []
-    for cfg in cfgs:
-        if cfg.run_id not in seen:
-            seen.add(cfg.run_id)
+    for cfg in cfgs:  # the same run in two results_dirs is two runs
+        if (cfg.results_dir, cfg.run_id) not in seen:
+            seen.add((cfg.results_dir, cfg.run_id))
             unique.append(cfg)
     statuses: dict[str, dict[str, str]] = {}
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
@@ -119,6 +119,7 @@ class SweepResult(BaseModel):
 @dataclass
 class _Last:
     result: SweepResult | None = None
+    show_config: str | None = None
 
 
 _LAST = _Last()
@@ -134,12 +135,26 @@ def take_last_result() -> SweepResult | None:
     return result
 
 
+def request_config_dump(kind: str | None) -> None:
+    """`masgrid run -m --cfg job`: the launcher prints every job's config instead of running."""
+    _LAST.show_config = kind
+
+
+def take_config_dump() -> str | None:
+    kind, _LAST.show_config = _LAST.show_config, None
+    return kind
+
+
 def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
     """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight."""
+    from masgrid.platform.preflight import preflight
+
+    plan = plan_sweep(cfgs, settings.retry_failed)
+    if plan.todo:
+        preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
     from masgrid.platform.launch import ensure_ray, run_many
     from masgrid.platform.progress import SweepProgress
 
-    plan = plan_sweep(cfgs, settings.retry_failed)
     result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
     results_dirs = sorted({c.results_dir for c in cfgs})
     progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
@@ -157,7 +172,7 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
             result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
         progress.advance(failed=summary.status != "ok")
 
-    if plan.todo:  # start Ray before the clock so the ETA reflects runs, not start-up
+    if plan.todo:
         ensure_ray(plan.todo[0].execution.ray_address)
     progress.start()
     todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
@@ -172,6 +187,39 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
     for run_id, err in result.failures.items():
         progress.note(f"  failed {run_id}: {err}", err=True)
     return result
+
+
+def collapsed_keys(cfgs: Sequence[RunConfig], settings: Sequence[SweepSettings] = ()) -> list[str]:
+    """Dotted keys the grid varies that cannot tell its runs apart.
+
+    Jobs with the same (results_dir, run_id) are one run; if their full configs differ, the
+    grid varies a key outside the run's identity (model.base_url, execution.*, ...) and
+    planning would silently keep one of them. Exact duplicates are fine. Sweep settings
+    apply to the whole sweep, so any `sweep.*` that differs between jobs is named too.
+    """
+    first: dict[tuple[str, str], RunConfig] = {}
+    keys: set[str] = set()
+    for cfg in cfgs:
+        ref = first.setdefault((cfg.results_dir, cfg.run_id), cfg)
+        if ref is not cfg:
+            keys |= _differing(ref.model_dump(mode="json"), cfg.model_dump(mode="json"))
+    for other in settings[1:]:
+        keys |= {f"{SWEEP_KEY}.{k}" for k in _differing(settings[0].model_dump(), other.model_dump())}
+    return sorted(keys)
+
+
+def _differing(a: Any, b: Any, prefix: str = "") -> set[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k for key in a.keys() | b.keys()
+                for k in _differing(a.get(key), b.get(key), f"{prefix}{key}.")}
+    return set() if a == b else {prefix.rstrip(".")}
+
+
+def collapse_error(keys: Sequence[str]) -> str:
+    """The one line refusing a grid that varies keys outside the run identity."""
+    return (f"masgrid run: the sweep varies {', '.join(keys)}, which is not part of a run's identity; "
+            "jobs differing only there would collapse into one run. Sweep it in separate commands, "
+            "each with its own results_dir")
 
 
 def report_config_errors(errors: list[tuple[str, str]]) -> str:

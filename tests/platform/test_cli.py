@@ -47,3 +47,79 @@ def test_instance_errors_are_clear():
     assert out.returncode == 2 and "mode" in out.stderr
     out = cli("instance", "no_such_task")
     assert out.returncode == 2 and "unknown task" in out.stderr
+
+
+def test_score_refuses_an_instance_of_another_task(tmp_path):
+    inst = cli("instance", "sorting", "agents=2", "k=2").stdout
+    (tmp_path / "inst.json").write_text(inst)
+    (tmp_path / "ans.json").write_text(json.dumps(json.loads(inst)["expected"]))
+    out = cli("score", "max", "--instance", str(tmp_path / "inst.json"), "--answers", str(tmp_path / "ans.json"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == f"masgrid score: {tmp_path / 'inst.json'} is an instance of task sorting, not max"
+
+
+def one_line_error(out: subprocess.CompletedProcess) -> str:
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr + out.stdout
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_sweep_flags_anywhere_and_cfg_job_prints_every_job(tmp_path):
+    out = cli("run", "agents=1,2", "-m", "seed=4", "--cfg", "job", f"results_dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    jobs = out.stdout.split("# job ")[1:]
+    assert [j.splitlines()[0] for j in jobs] == [f"0: agents=1 seed=4 results_dir={tmp_path}",
+                                                 f"1: agents=2 seed=4 results_dir={tmp_path}"]
+    assert "agents: 2\n" in jobs[1] and "seed: 4\n" in jobs[1]
+    assert not (tmp_path / "runs").exists()
+    assert one_line_error(cli("run", "-m", "agents=1,2", "--cfg", "hydra")).startswith("masgrid run: with -m, only")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-m", "agents=range(1,1)"], "masgrid run: the sweep expands to no job"),
+    (["-m", "model=local_vllm", "backend=openai", "model.base_url=http://a:1/v1,http://b:1/v1"],
+     "masgrid run: the sweep varies model.base_url, which is not part of a run's identity"),
+    (["-m", "agents=1,2", "execution.agents_per_actor=1,2", "preflight=true,false"],
+     "masgrid run: the sweep varies execution.agents_per_actor, preflight, which is not part"),
+    (["-m", "agents=1,2", "sweep.max_concurrent=1,2"], "masgrid run: the sweep varies sweep.max_concurrent"),
+    (["-sc", "install=bash"], "masgrid run: shell completion is not supported"),
+])
+def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, args, expected):
+    line = one_line_error(cli("run", *args, f"results_dir={tmp_path / 'r'}"))
+    assert line.startswith(expected), line
+    assert not (tmp_path / "r" / "runs").exists()  # (Hydra's sweeper writes .multirun/multirun.yaml first)
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_unwritable_results_dir_and_missing_parent_are_one_line(tmp_path, multirun):
+    (tmp_path / "afile").write_text("")
+    for bad, why in ((tmp_path / "afile", "not a directory"),
+                     (tmp_path / "afile" / "missing" / "x", "not writable: Not a directory")):
+        out = cli("run", *(["-m", "agents=1,2"] if multirun else []), "k=1", f"results_dir={bad}")
+        assert one_line_error(out) == f"masgrid run: results_dir {bad}: {why}"
+
+
+def test_help_does_not_advertise_shell_completion():
+    for flag in ("--help", "--hydra-help"):
+        out = cli("run", flag)
+        assert out.returncode == 0 and "masgrid run" in out.stdout
+        assert "-sc install" not in out.stdout and "--shell-completion" not in out.stdout
+
+
+def test_plain_sweep_with_m_last_runs_without_the_token_auth_warning(tmp_path):
+    import os
+
+    import pyarrow.dataset as ds
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    out = subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "run", "agents=1,2", "k=1",
+                          f"results_dir={tmp_path}", "sweep.progress=plain", "-m"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "Token authentication" not in out.stderr + out.stdout
+    assert "2 runs in the grid" in out.stdout
+    runs = ds.dataset(tmp_path / "runs", partitioning="hive").to_table().to_pylist()
+    assert sorted(r["agents"] for r in runs) == [1, 2] and {r["status"] for r in runs} == {"ok"}

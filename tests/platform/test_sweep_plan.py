@@ -127,3 +127,17 @@ def test_progress_plain_lines_and_rich_bar(capsys):
     bar.advance()
     bar.stop()
     assert "2/2" in buf.getvalue() and "1 failed" in buf.getvalue()
+
+
+def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
+    from masgrid.platform.progress import SweepProgress
+
+    now = [0.0]
+    progress = SweepProgress(10, "plain", clock=lambda: now[0])
+    progress.start()
+    now[0] = 60.0  # Ray, the pool and the first drivers took a minute to start
+    progress.advance()
+    assert progress.line().endswith("? runs/min, elapsed 0:01:00, eta ?")  # one point is no rate
+    now[0] = 62.0
+    progress.advance()  # then a run every 2 s: 8 left -> 16 s
+    assert progress.line() == "[sweep] 2/10 done, 0 failed, 30.0 runs/min, elapsed 0:01:02, eta 0:00:16"

@@ -1,7 +1,8 @@
 """A real OpenAI-compatible chat-completions server on loopback, scripted per request.
 
 `script(request) -> Reply` decides each answer: text (with usage), an HTTP error status,
-or a hang longer than the client's timeout. Used to test how masgrid survives bad models.
+or a hang longer than the client's timeout. GET /v1/models lists the served names given
+(`models`), as vLLM does. Used to test how masgrid survives bad models.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, Sequence
 
 
 @dataclass
@@ -33,15 +34,26 @@ def words(text: str) -> int:
 
 
 class ChatServer:
-    def __init__(self, script: Callable[[dict], Reply]) -> None:
+    def __init__(self, script: Callable[[dict], Reply], models: Sequence[str] = ("test",)) -> None:
         self.script = script
+        self.models = list(models)  # served names that GET /v1/models lists
         self.requests: list[dict] = []
+        self.gets: list[str] = []  # paths of GET requests
         self.lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # quiet
                 return
+
+            def do_GET(self):  # noqa: N802
+                with server.lock:
+                    server.gets.append(self.path)
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "test"}
+                                                                for name in server.models]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
             def do_POST(self):  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))
