@@ -28,6 +28,8 @@ class SweepProgress:
         self.total = total
         self.done = 0
         self.failed = 0
+        self.degraded = 0
+        self.invalid = 0
         self.log_every_s = log_every_s
         self._t0 = self.clock()
         self._first: float | None = None  # when the first run completed
@@ -47,18 +49,24 @@ class SweepProgress:
         self._t0 = self.clock()
         if self.mode == "rich":
             self._bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(),
+                                 TextColumn("[yellow]{task.fields[degraded]} degraded"),
+                                 TextColumn("[red]{task.fields[invalid]} invalid {task.fields[failed]} failed"),
+                                 TimeElapsedColumn(),
                                  TextColumn("eta"), TimeRemainingColumn(), console=self.console)
             self._bar.start()
-            self._task = self._bar.add_task("sweep", total=self.total, failed=0)
+            self._task = self._bar.add_task("sweep", total=self.total, failed=0, degraded=0, invalid=0)
 
-    def advance(self, failed: bool = False) -> None:
+    def advance(self, failed: bool = False, status: str | None = None) -> None:
+        """One run finished; `status` (ok, degraded, invalid, failed) is counted as such."""
+        status = status or ("failed" if failed else "ok")
         if self._first is None:
             self._first = self.clock()
         self.done += 1
-        self.failed += failed
+        self.failed += status == "failed"
+        self.degraded += status == "degraded"
+        self.invalid += status == "invalid"
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, advance=1, failed=self.failed)
+            self._bar.update(self._task, advance=1, failed=self.failed, degraded=self.degraded, invalid=self.invalid)
         elif self.mode == "plain":
             now = self.clock()
             if self.done == self.total or now - self._last_line >= self.log_every_s:
@@ -77,7 +85,8 @@ class SweepProgress:
             rate, eta = 60 / per_run, per_run * (self.total - self.done)
         elif self.done and self.done == self.total:
             eta = 0.0
-        return (f"[sweep] {self.done}/{self.total} done, {self.failed} failed, "
+        return (f"[sweep] {self.done}/{self.total} done, {self.degraded} degraded, {self.invalid} invalid, "
+                f"{self.failed} failed, "
                 f"{'?' if rate != rate else f'{rate:.1f}'} runs/min, elapsed {_hms(elapsed)}, eta {_hms(eta)}")
 
     def stop(self) -> None:

@@ -29,6 +29,8 @@ class SweepSettings(BaseModel):
 
     max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
     retry_failed: bool = Field(False, description="re-run grid points recorded with status failed")
+    retry_invalid: bool = Field(True, description="re-run grid points recorded invalid (their model calls failed: "
+                                                  "the endpoint may be back); false keeps them")
     progress: Literal["auto", "rich", "plain", "off"] = Field(
         "auto", description="auto: a live bar on a terminal, plain log lines otherwise (job logs)")
     log_every_s: float = Field(10.0, ge=0, description="plain mode: at most one progress line per interval")
@@ -78,7 +80,11 @@ def recorded_status(results_dir: str) -> dict[str, str]:
     return Recorder(results_dir).run_status()
 
 
-def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False) -> SweepPlan:
+#: recorded statuses a resume treats as complete
+COMPLETE = ("ok", "degraded")
+
+
+def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_invalid: bool = True) -> SweepPlan:
     seen: set[tuple[str, str]] = set()
     unique: list[RunConfig] = []
     for cfg in cfgs:  # the same run in two results_dirs is two runs
@@ -89,9 +95,9 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False) -> SweepPl
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
     for cfg in unique:
         status = statuses.setdefault(cfg.results_dir, recorded_status(cfg.results_dir)).get(cfg.run_id)
-        if status == "ok":
+        if status in COMPLETE or (status == "invalid" and not retry_invalid):
             plan.skipped_ok += 1
-        elif status is not None and not retry_failed:
+        elif status is not None and status != "invalid" and not retry_failed:
             plan.skipped_failed += 1
         else:
             plan.retried += status is not None
@@ -105,6 +111,8 @@ class SweepResult(BaseModel):
     skipped_failed: int = 0
     ran: int = 0
     ok: int = 0
+    degraded: int = 0
+    invalid: int = 0
     failed: int = 0
     failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
     error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
@@ -113,7 +121,7 @@ class SweepResult(BaseModel):
     def exit_code(self) -> int:
         if self.error:
             return 2
-        return 1 if self.failed else 0
+        return 1 if self.failed or self.invalid else 0
 
 
 @dataclass
@@ -147,9 +155,16 @@ def take_config_dump() -> str | None:
 
 def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
     """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight."""
+    from masgrid.platform.launch import writer_locks
+
+    with writer_locks(cfgs):  # before planning: a second sweep on the same results_dir is refused here
+        return _run_sweep(cfgs, settings)
+
+
+def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
     from masgrid.platform.preflight import preflight
 
-    plan = plan_sweep(cfgs, settings.retry_failed)
+    plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
     if plan.todo:
         preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
     from masgrid.platform.launch import ensure_ray, run_many
@@ -165,12 +180,11 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
 
     def on_done(cfg: RunConfig, summary: Any) -> None:
         result.ran += 1
-        if summary.status == "ok":
-            result.ok += 1
-        else:
-            result.failed += 1
+        status = summary.status if summary.status in ("ok", "degraded", "invalid") else "failed"
+        setattr(result, status, getattr(result, status) + 1)
+        if status in ("invalid", "failed"):
             result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
-        progress.advance(failed=summary.status != "ok")
+        progress.advance(status=status)
 
     if plan.todo:
         ensure_ray(plan.todo[0].execution.ray_address)
@@ -181,11 +195,12 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult
         run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done)
     finally:
         progress.stop()
-    progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, failed {result.failed}), "
+    progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "
+                  f"{result.invalid}, failed {result.failed}), "
                   f"skipped {result.skipped_ok + result.skipped_failed}; results in "
                   + ", ".join(f"{d}/runs" for d in results_dirs))
     for run_id, err in result.failures.items():
-        progress.note(f"  failed {run_id}: {err}", err=True)
+        progress.note(f"  {run_id}: {err}", err=True)
     return result
 
 

@@ -80,7 +80,7 @@ def test_sweep_killed_midway_resumes_to_exactly_one_row_per_grid_point(tmp_path,
     assert second.returncode == 0, out
     assert "Connecting to existing Ray cluster" in out  # it joined the session's Ray
     assert f"{n_grid} runs in the grid; {len(before)} already complete" in out
-    assert f"{n_grid - len(before)}/{n_grid - len(before)} done, 0 failed" in out  # progress line
+    assert f"{n_grid - len(before)}/{n_grid - len(before)} done, 0 degraded, 0 invalid, 0 failed" in out  # progress line
     after = _complete(results)
     assert all(after[p] == sig for p, sig in before.items()), "completed runs must not be re-run"
 

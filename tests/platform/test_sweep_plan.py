@@ -37,6 +37,17 @@ def test_plan_skips_ok_and_leaves_failed_unless_asked(tmp_path):
     assert (retry.skipped_ok, retry.skipped_failed, retry.retried) == (1, 0, 1)
 
 
+def test_a_resume_keeps_ok_and_degraded_runs_and_redoes_invalid_ones(tmp_path):
+    grid = _grid(tmp_path)
+    for cfg, status in zip(grid, ("ok", "degraded", "invalid", "failed")):
+        _record(cfg, status)
+    plan = plan_sweep(grid)
+    assert [c.run_id for c in plan.todo] == [grid[2].run_id]  # the endpoint may be back
+    assert (plan.skipped_ok, plan.skipped_failed, plan.retried) == (2, 1, 1)
+    kept = plan_sweep(grid, retry_invalid=False)
+    assert kept.todo == [] and kept.skipped_ok == 3
+
+
 def test_identity_ignores_execution_and_results_dir_but_not_seed(tmp_path):
     a = RunConfig(results_dir=str(tmp_path / "x"))
     b = RunConfig(results_dir=str(tmp_path / "y"), execution={"agents_per_actor": 3})
@@ -111,22 +122,22 @@ def test_progress_plain_lines_and_rich_bar(capsys):
 
     from masgrid.platform.progress import SweepProgress
 
-    plain = SweepProgress(3, "plain", log_every_s=3600)
+    plain = SweepProgress(5, "plain", log_every_s=3600)
     plain.start()
-    for failed in (False, True, False):
-        plain.advance(failed=failed)
+    for status in ("ok", "failed", "degraded", "invalid", "ok"):
+        plain.advance(status=status)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2  # the first line, then rate-limited until the last one
-    assert lines[-1].startswith("[sweep] 3/3 done, 1 failed") and "eta 0:00:00" in lines[-1]
+    assert lines[-1].startswith("[sweep] 5/5 done, 1 degraded, 1 invalid, 1 failed") and "eta 0:00:00" in lines[-1]
 
     buf = io.StringIO()
     bar = SweepProgress(2, "auto", console=Console(file=buf, force_terminal=True, width=120))
     assert bar.mode == "rich"
     bar.start()
     bar.advance(failed=True)
-    bar.advance()
+    bar.advance(status="degraded")
     bar.stop()
-    assert "2/2" in buf.getvalue() and "1 failed" in buf.getvalue()
+    assert "2/2" in buf.getvalue() and "1 failed" in buf.getvalue() and "1 degraded" in buf.getvalue()
 
 
 def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
@@ -140,4 +151,4 @@ def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
     assert progress.line().endswith("? runs/min, elapsed 0:01:00, eta ?")  # one point is no rate
     now[0] = 62.0
     progress.advance()  # then a run every 2 s: 8 left -> 16 s
-    assert progress.line() == "[sweep] 2/10 done, 0 failed, 30.0 runs/min, elapsed 0:01:02, eta 0:00:16"
+    assert progress.line() == "[sweep] 2/10 done, 0 degraded, 0 invalid, 0 failed, 30.0 runs/min, elapsed 0:01:02, eta 0:00:16"

@@ -31,6 +31,6 @@ def test_failed_run_is_rerun_only_with_retry_flag(tmp_path, ray_session, capsys)
 
     assert main([*args, "sweep.retry_failed=true"]) == 0
     out = capsys.readouterr().out
-    assert "1 to run (1 retries)" in out and "1/1 done, 0 failed" in out
+    assert "1 to run (1 retries)" in out and "1/1 done, 0 degraded, 0 invalid, 0 failed" in out
     after = pd.read_parquet(tmp_path / "runs")
     assert len(after) == 2 and set(after["status"]) == {"ok"} and after["error"].isna().all()
