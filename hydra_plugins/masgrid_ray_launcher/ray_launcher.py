@@ -90,7 +90,7 @@ class MasgridRayLauncher(Launcher):
             return []
         collapsed = collapsed_keys(cfgs, all_settings)
         if collapsed:
-            remember(SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed))))
+            remember(SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed, cfgs))))
             return []
         try:
             result = run_sweep(cfgs, all_settings[0])

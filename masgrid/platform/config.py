@@ -60,7 +60,7 @@ class RunConfig(BaseModel):
     task: str = "sorting"
     protocol: str = "broadcast"
     agents: int = Field(5, ge=1, le=100_000)
-    k: int | None = Field(None, ge=1, description="per-agent workload; null: the task's default_k")
+    k: int | None = Field(None, ge=1, le=1_000_000, description="per-agent workload; null: the task's default_k")
     mode: str | None = "random"
     condition: str = "base"
     backend: Literal["scripted", "openai", "serve"] = "scripted"
@@ -87,6 +87,14 @@ class RunConfig(BaseModel):
             raise ValueError(f"unknown protocol {value!r}; choose one of {sorted(PROTOCOLS)}")
         return value
 
+    @field_validator("agents", "k", "seed", "max_rounds", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        # pydantic takes true/false for 1/0; a boolean seed or size is a slip, not a choice
+        if isinstance(value, bool):
+            raise ValueError(f"a whole number, not {str(value).lower()}")
+        return value
+
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
@@ -102,6 +110,7 @@ class RunConfig(BaseModel):
         for key in task.required_keys:
             if getattr(self, key, None) is None:
                 raise ValueError(f"{key}: task {self.task} needs {key} to be set")
+        task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         if self.backend == "serve":
@@ -120,10 +129,14 @@ class RunConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What determines a run's result: the task setting, the model and its sampling, and
-        the rendered prompts (`prompt_hash`); not where or how it executes."""
+        the rendered prompts (`prompt_hash`); not where or how it executes, nor the keys its
+        task ignores (`Task.ignored_keys`, None here)."""
         data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
-        if get_task(self.task).family != "agentsnet":  # other families' identities stay unchanged
+        task = get_task(self.task)
+        if task.family != "agentsnet":  # other families' identities stay unchanged
             data.pop("agentsnet")
+        for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
+            data[key] = None
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
         data["prompt_hash"] = self._prompt_hash(data)
         return data

@@ -16,6 +16,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from masgrid.envs.tasks import get_task
 from masgrid.platform.config import ConfigError, RunConfig, format_validation_error
 
 #: the config node holding sweep settings; stripped before RunConfig validation
@@ -230,11 +231,26 @@ def _differing(a: Any, b: Any, prefix: str = "") -> set[str]:
     return set() if a == b else {prefix.rstrip(".")}
 
 
-def collapse_error(keys: Sequence[str]) -> str:
-    """The one line refusing a grid that varies keys outside the run identity."""
-    return (f"masgrid run: the sweep varies {', '.join(keys)}, which is not part of a run's identity; "
-            "jobs differing only there would collapse into one run. Sweep it in separate commands, "
-            "each with its own results_dir")
+def collapse_error(keys: Sequence[str], cfgs: Sequence[RunConfig] = ()) -> str:
+    """The one line refusing a grid that varies keys outside the run identity; a key the
+    grid's task ignores (`Task.ignored_keys`, e.g. SILO's mode) is named as such."""
+    ignored: dict[str, set[str]] = {}
+    for cfg in cfgs:
+        for key in set(keys) & set(get_task(cfg.task).ignored_keys):
+            ignored.setdefault(key, set()).add(cfg.task)
+    parts = []
+    other = [key for key in keys if key not in ignored]
+    if other:
+        parts.append(f"the sweep varies {', '.join(other)}, which is not part of a run's identity; "
+                     "jobs differing only there would collapse into one run. Sweep it in separate commands, "
+                     "each with its own results_dir")
+    by_tasks: dict[tuple[str, ...], list[str]] = {}
+    for key, tasks in sorted(ignored.items()):
+        by_tasks.setdefault(tuple(sorted(tasks)), []).append(key)
+    for tasks, names in by_tasks.items():
+        parts.append(f"the sweep varies {', '.join(names)}, which task {', '.join(tasks)} ignores (not part of its "
+                     "runs' identity): the jobs would repeat one run, not replicate it. Vary seed for repeats")
+    return "masgrid run: " + "; ".join(parts)
 
 
 def report_config_errors(errors: list[tuple[str, str]]) -> str:

@@ -68,6 +68,10 @@ class Task(ABC):
     default_k: ClassVar[int] = 5
     #: family config keys (RunConfig fields) that must be set, e.g. ("graph",) for AgentsNet
     required_keys: ClassVar[tuple[str, ...]] = ()
+    #: run-config keys this family never reads (SILO's `mode`, AgentsNet's `k`): they stand as
+    #: None in its runs' identity, so runs differing only there are one run, and a sweep over
+    #: them is refused rather than run as pseudo-replicates.
+    ignored_keys: ClassVar[tuple[str, ...]] = ()
 
     # -- generation ------------------------------------------------------------------------
     @abstractmethod
@@ -82,6 +86,14 @@ class Task(ABC):
             raise ValueError(f"mode: task {self.name} supports {list(self.modes)}, not {mode!r}")
         if condition not in self.conditions:
             raise ValueError(f"condition: task {self.name} supports {list(self.conditions)}, not {condition!r}")
+
+    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+        """Raise ValueError naming the key for a combination `generate` would refuse.
+
+        Cheap (no instance is built): the platform calls it while validating a run's config,
+        so an impossible setting is an error before Ray starts, not a failed run after it.
+        `extra` holds the same keywords `generate` receives.
+        """
 
     def view(self, instance: Instance, agent: int, phase: int = 1, previous: Any = None) -> AgentView:
         return AgentView(

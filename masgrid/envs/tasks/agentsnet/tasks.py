@@ -52,6 +52,8 @@ class AgentsNetTask(Task):
     modes = None
     conditions = tuple(variants())
     required_keys = ("graph",)
+    #: the graph model and n fix the instance; `k` and `mode` are never read
+    ignored_keys = ("k", "mode")
     problem: ClassVar[str]
     is_global: ClassVar[bool] = False
 
@@ -60,16 +62,31 @@ class AgentsNetTask(Task):
         if agents < MIN_AGENTS:
             raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
 
+    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
+                         rounds: int | None = None, cot: bool = True, byzantine: str = "none",
+                         byzantine_count: int | None = None, **extra: Any) -> None:
+        """Everything `generate` would refuse, without building the graph."""
+        if extra:
+            raise ValueError(f"agentsnet: unknown AgentsNet option(s): {', '.join(sorted(extra))}")
+        if graph not in GRAPH_MODELS:
+            what = "AgentsNet needs a graph model," if graph is None else f"unknown graph model {graph!r};"
+            raise ValueError(f"graph: {what} choose one of {sorted(GRAPH_MODELS)}")
+        if agents < MIN_AGENTS:
+            raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+            raise ValueError(f"agentsnet.rounds: a whole number >= 1, not {rounds!r}")
+        if byzantine not in ("none", "aware", "unaware"):
+            raise ValueError(f"agentsnet.byzantine: none | aware | unaware, not {byzantine!r}")
+        if byzantine != "none" and byzantine_count is not None and not 0 <= byzantine_count < agents:
+            raise ValueError(f"agentsnet.byzantine_count: need 0 <= f < agents = {agents}, got {byzantine_count}")
+
     # -- generation ----------------------------------------------------------------------------
     def generate(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
                  rounds: int | None = None, cot: bool = True, byzantine: str = "none",
                  byzantine_count: int | None = None, **extra: Any) -> Instance:
-        if extra:
-            raise ValueError(f"unknown AgentsNet option(s): {', '.join(sorted(extra))}")
-        if graph is None:
-            raise ValueError(f"graph: AgentsNet needs a graph model, one of {sorted(GRAPH_MODELS)}")
-        if byzantine not in ("none", "aware", "unaware"):
-            raise ValueError(f"agentsnet.byzantine: none | aware | unaware, not {byzantine!r}")
+        self.validate_options(agents, k, mode, seed, graph=graph, rounds=rounds, cot=cot, byzantine=byzantine,
+                              byzantine_count=byzantine_count, **extra)
+        assert graph is not None  # validate_options refused None
         g = generate_graph(graph, agents, seed)
         diameter = g.diameter()
         degrees = g.degrees()

@@ -28,7 +28,15 @@ class MasBenchTask(Task):
     modes = MODES
     conditions = tuple(CONDITIONS)
     default_k = 10  # the largest K of the paper's grid (K in {1, 5, 10})
+    ignored_keys = ("graph",)  # AgentsNet's; accepted so one sweep may span families
     prompt_key: ClassVar[str]
+    #: the most integers one instance holds (agents x k): the generator samples them all
+    MAX_TOTAL: ClassVar[int] = 10_000_000
+
+    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+        if agents * k > self.MAX_TOTAL:
+            raise ValueError(f"k: agents x k = {agents * k} integers exceeds the {self.MAX_TOTAL} one instance "
+                             "may hold")
 
     def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
         if mode is None:

@@ -2,8 +2,10 @@
 
 Choices the paper leaves open (also in docs/tasks/silo.md):
 - `k` is the per-agent workload; the run config's `k` (default: the spec's `default_k`)
-  is passed to the spec, so the global input grows with N (section 3.2). `mode` has no
-  meaning for SILO and is accepted and ignored (the default config's mode=random works).
+  is passed to the spec, so the global input grows with N (section 3.2). `mode` (and
+  AgentsNet's `graph`) has no meaning for SILO: it is accepted (the default config's
+  mode=random works) and ignored, and stands as None in the run identity, so a sweep over it
+  is refused rather than run as pseudo-replicates.
 - The instance of (task, N, k, seed) comes from `random.Random("silo:<id>:<N>:<k>:<seed>")`,
   independent of the protocol, so the three protocols see the same data.
 - Round semantics are appendix A.5's (`ProtocolOptions.silo()`).
@@ -43,6 +45,7 @@ class SiloTask(Task):
     modes = None
     conditions = prompts.SCAFFOLDS + tuple(f"oracle-{n}" for n in ORACLE_SCALES)
     generation_keys = ("condition",)
+    ignored_keys = ("mode", "graph")
     spec_cls: ClassVar[type[SiloSpec]]
 
     def __init__(self) -> None:
