@@ -34,12 +34,16 @@ class PreflightError(ValueError):
 
 
 def check_results_dir(results_dir: str) -> None:
-    """results_dir (created with its parents if missing) must accept a file."""
+    """results_dir must accept a file; it is created if missing, but not its parent: a
+    mistyped path would otherwise start a fresh sweep beside the one meant to resume."""
     path = Path(results_dir).expanduser()
     if path.exists() and not path.is_dir():
         raise PreflightError(f"results_dir {results_dir}: not a directory")
+    if not path.exists() and not path.parent.is_dir():
+        raise PreflightError(f"results_dir {results_dir}: its parent directory {path.parent} does not exist "
+                             "(create it first)")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".masgrid-write-check-"):
             pass
     except OSError as exc:

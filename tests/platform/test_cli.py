@@ -97,9 +97,13 @@ def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, args, expected):
 def test_unwritable_results_dir_and_missing_parent_are_one_line(tmp_path, multirun):
     (tmp_path / "afile").write_text("")
     for bad, why in ((tmp_path / "afile", "not a directory"),
-                     (tmp_path / "afile" / "missing" / "x", "not writable: Not a directory")):
+                     (tmp_path / "afile" / "missing" / "x", f"its parent directory {tmp_path / 'afile' / 'missing'} "
+                                                            "does not exist (create it first)"),
+                     (tmp_path / "typo" / "results", f"its parent directory {tmp_path / 'typo'} does not exist "
+                                                     "(create it first)")):
         out = cli("run", *(["-m", "agents=1,2"] if multirun else []), "k=1", f"results_dir={bad}")
         assert one_line_error(out) == f"masgrid run: results_dir {bad}: {why}"
+        assert not (tmp_path / "typo").exists()  # not a fresh sweep
 
 
 def test_help_does_not_advertise_shell_completion():

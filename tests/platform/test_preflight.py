@@ -68,15 +68,18 @@ def test_closed_port_fails_fast_and_preflight_false_skips_it(tmp_path):
 
 
 def test_results_dir_must_be_writable(tmp_path):
-    check_results_dir(str(tmp_path / "new" / "deeper"))  # missing parents are created
-    assert (tmp_path / "new" / "deeper").is_dir()
+    check_results_dir(str(tmp_path / "new"))  # a missing results_dir is created...
+    assert (tmp_path / "new").is_dir()
+    for bad in (tmp_path / "typo" / "deeper", tmp_path / "afile" / "sub" / "x"):  # ...but not its parent
+        with pytest.raises(PreflightError, match=f"results_dir {bad}: its parent directory {bad.parent} does not"):
+            check_results_dir(str(bad))
+        assert not bad.parent.exists()
     afile = tmp_path / "afile"
     afile.write_text("")
     with pytest.raises(PreflightError, match=f"results_dir {afile}: not a directory"):
         check_results_dir(str(afile))
-    for bad in (afile / "sub" / "x", "/proc/masgrid-results"):  # a missing parent that cannot be made
-        with pytest.raises(PreflightError, match=f"results_dir {bad}: not writable: "):
-            check_results_dir(str(bad))
+    with pytest.raises(PreflightError, match="results_dir /proc/masgrid-results: not writable: "):
+        check_results_dir("/proc/masgrid-results")
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
