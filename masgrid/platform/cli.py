@@ -211,89 +211,16 @@ def _hydra_run(argv: list[str], multirun: bool) -> int:
     return 0 if outcome.get("status") in ("ok", "degraded", None) else 1
 
 
-def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"masgrid: expected key=value, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def _instance(args: list[str]) -> int:
-    from masgrid.envs.tasks import get_task
+    from masgrid.platform.task_cli import instance_command
 
-    parser = argparse.ArgumentParser(prog="masgrid instance")
-    parser.add_argument("task")
-    parser.add_argument("--json", action="store_true", help="JSON output (the default)")
-    parser.add_argument("overrides", nargs="*", help="agents=N k=K mode=... seed=S (task-specific keys too)")
-    ns = parser.parse_args(args)
-    params = {"agents": 5, "k": None, "mode": "random", "seed": 0}
-    params.update(_parse_overrides(ns.overrides))
-    try:
-        task = get_task(ns.task)
-        if params["k"] is None:
-            params["k"] = task.default_k
-        if task.modes is None and "mode" not in _parse_overrides(ns.overrides):
-            params["mode"] = None
-        instance = task.generate(int(params.pop("agents")), int(params.pop("k")), params.pop("mode"),
-                                 int(params.pop("seed")), **params)
-    except (ValueError, TypeError) as exc:
-        print(f"masgrid instance: {exc}", file=sys.stderr)
-        return 2
-    print(instance.model_dump_json(indent=2))
-    return 0
-
-
-def _load_answers(path: Path, n_agents: int) -> list[Any]:
-    data = json.loads(path.read_text())
-    if isinstance(data, dict) and "answers" in data:
-        data = data["answers"]
-    if isinstance(data, dict):  # {"0": [...], "Agent-3": [...]}
-        answers: list[Any] = [None] * n_agents
-        for key, value in data.items():
-            answers[int(str(key).split("-")[-1])] = value
-        return answers
-    if not isinstance(data, list):
-        raise ValueError("answers must be a JSON list (one entry per agent, null for none) or an object")
-    return data
+    return instance_command(args)
 
 
 def _score(args: list[str]) -> int:
-    from masgrid.envs.tasks import Instance, get_task
+    from masgrid.platform.task_cli import score_command
 
-    parser = argparse.ArgumentParser(prog="masgrid score")
-    parser.add_argument("task")
-    parser.add_argument("--instance", required=True, type=Path)
-    parser.add_argument("--answers", required=True, type=Path)
-    parser.add_argument("--json", action="store_true", help="JSON output (the default)")
-    ns = parser.parse_args(args)
-    try:
-        task = get_task(ns.task)
-        instance = Instance.model_validate_json(ns.instance.read_text())
-        if instance.task != task.name:
-            raise ValueError(f"{ns.instance} is an instance of task {instance.task}, not {task.name}")
-        raw = _load_answers(ns.answers, instance.n_agents)
-        if len(raw) != instance.n_agents:
-            raise ValueError(f"the instance has {instance.n_agents} agents but {len(raw)} answers were given")
-        answers: list[Any] = []
-        invalid: dict[int, str] = {}
-        for i, a in enumerate(raw):
-            try:  # the same parser submit_result uses; a malformed answer scores as missing
-                answers.append(None if a is None else task.parse_answer(instance, i, a if isinstance(a, str) else json.dumps(a)))
-            except ValueError as exc:
-                answers.append(None)
-                invalid[i] = str(exc)
-        score = task.score(instance, answers)
-    except (OSError, ValueError) as exc:
-        print(f"masgrid score: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps({**score.model_dump(mode="json"), "invalid_answers": invalid}, indent=2))
-    return 0
+    return score_command(args)
 
 
 def _report(args: list[str]) -> int:

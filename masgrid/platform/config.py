@@ -65,7 +65,7 @@ class RunConfig(BaseModel):
     condition: str = "base"
     backend: Literal["scripted", "openai", "serve"] = "scripted"
     model: BackendSettings = Field(default_factory=BackendSettings)
-    seed: int = 0
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="instance seed (a 64-bit integer, as the tables store it)")
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model (AgentsNet)")
