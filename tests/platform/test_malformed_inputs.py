@@ -79,6 +79,25 @@ def test_generated_bad_configs_name_their_field(seed):
     assert f"  {key}:" in str(err.value), (key, text, str(err.value))
 
 
+def test_generated_bad_run_commands_fail_before_ray(tmp_path):
+    """`masgrid run key=value` (Hydra's override syntax reads these JSON texts alike)."""
+    rng = random.Random(99)
+    cases = []
+    while len(cases) < 8:
+        base, key, text = bad_case(rng)
+        if text.startswith("{") or key in ("colour", "Seed", "graphs", "agent", "agentsnet.colour"):
+            continue  # Hydra's own refusals (dict syntax, keys not in the schema) are other paths
+        words = [f"{k}={v}" for k, v in base.items() if k not in ("agentsnet", key)]
+        words += [f"agentsnet.{k}={v}" for k, v in base.get("agentsnet", {}).items()]
+        cases.append((key, [*words, f"{key}={text}", f"results_dir={tmp_path / str(len(cases))}"]))
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda case: cli("run", *case[1]), cases))
+    for (key, words), out in zip(cases, outs):
+        assert out.returncode == 2 and "Traceback" not in out.stderr + out.stdout, (words, out.stderr)
+        assert out.stderr.startswith("invalid configuration:\n") and f"\n  {key}:" in out.stderr, (words, out.stderr)
+    assert not any(tmp_path.iterdir())  # no results_dir was made, no run started
+
+
 def test_family_options_are_checked_before_ray(tmp_path):
     """`graph=nope` and an impossible f were failed runs after start-up; now no run starts."""
     for overrides, line in ((["graph=nope"], "graph: unknown graph model 'nope'"),
