@@ -251,7 +251,10 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
 
 
 def storage_error(exc: BaseException) -> ResultsUnwritable | None:
-    """The ResultsUnwritable behind an error a driver or the recorder raised, if any."""
+    """The ResultsUnwritable behind an error a driver or the recorder raised, if any (the
+    recorder's own, not Ray's wrapper of it, whose text is the remote traceback)."""
+    from ray.exceptions import RayTaskError
+
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -259,7 +262,7 @@ def storage_error(exc: BaseException) -> ResultsUnwritable | None:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, ResultsUnwritable):
+        if isinstance(e, ResultsUnwritable) and not isinstance(e, RayTaskError):
             return ResultsUnwritable(e.errno or 0, e.strerror or str(e))
         todo += [getattr(e, "cause", None), e.__cause__, e.__context__]
     return None
