@@ -29,7 +29,8 @@ class SweepSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
-    retry_failed: bool = Field(False, description="re-run grid points recorded with status failed")
+    retry_failed: bool = Field(False, description="re-run grid points that failed on their own terms "
+                                                  "(error_class task_error, config_error); interrupted ones always re-run")
     retry_invalid: bool = Field(True, description="re-run grid points recorded invalid (their model calls failed: "
                                                   "the endpoint may be back); false keeps them")
     progress: Literal["auto", "rich", "plain", "off"] = Field(
