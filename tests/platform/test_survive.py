@@ -81,42 +81,35 @@ def _check_dataset(results_dir: Path, cfgs: list[RunConfig]) -> pd.DataFrame:
     return runs
 
 
-def test_sweep_survives_its_recorder_being_killed(tmp_path, ray_session):
-    ray = ray_session
+def _kill_mid_sweep(tmp_path: Path, ray: Any, find: Callable[[], Any]) -> None:
+    """SIGKILL the actor `find` returns once two runs are recorded; the sweep must finish every
+    run ok, from a new process of that actor, with runs completing after the kill."""
     cfgs = _grid(tmp_path, seeds=6)
     sweep = _Sweep(cfgs)
     sweep.start()
     _wait_for(lambda: len(_runs_files(tmp_path)) >= 2, "the first runs")
-    from masgrid.platform.launch import recorder_actor
-
-    recorder = recorder_actor(str(tmp_path))  # the sweep's own handle (same job, same results_dir)
-    old = _pid(ray, recorder)
+    actor = find()
+    old = _pid(ray, actor)
     os.kill(old, signal.SIGKILL)
     killed_at = time.time()
     sweep.join(600)
     assert isinstance(sweep.outcome, SweepResult), sweep.outcome
-    assert (sweep.outcome.ran, sweep.outcome.ok) == (len(cfgs), len(cfgs))
-    assert _pid(ray, recorder) != old  # restarted, not the same process
+    assert (sweep.outcome.ran, sweep.outcome.ok, sweep.outcome.failed) == (len(cfgs), len(cfgs), 0)
+    assert _pid(ray, actor) != old  # restarted, not the same process
     runs = _check_dataset(tmp_path, cfgs)
     assert (runs["finished_at"].map(lambda t: t.timestamp()) > killed_at).any(), "the kill landed after the sweep"
+
+
+def test_sweep_survives_its_recorder_being_killed(tmp_path, ray_session):
+    from masgrid.platform.launch import recorder_actor
+
+    # the sweep's own handle (same job, same results_dir)
+    _kill_mid_sweep(tmp_path, ray_session, lambda: recorder_actor(str(tmp_path)))
 
 
 def test_sweep_survives_its_host_pool_being_killed(tmp_path, ray_session):
-    ray = ray_session
-    cfgs = _grid(tmp_path, seeds=6)
-    sweep = _Sweep(cfgs)
-    sweep.start()
-    _wait_for(lambda: len(_runs_files(tmp_path)) >= 2, "the first runs")
-    pool = ray.get_actor("host-pool", namespace=NAMESPACE)
-    old = _pid(ray, pool)
-    os.kill(old, signal.SIGKILL)  # every host it created dies with it, in flight or kept by warm drivers
-    killed_at = time.time()
-    sweep.join(600)
-    assert isinstance(sweep.outcome, SweepResult), sweep.outcome
-    assert (sweep.outcome.ok, sweep.outcome.failed) == (len(cfgs), 0)
-    assert _pid(ray, pool) != old
-    runs = _check_dataset(tmp_path, cfgs)
-    assert (runs["finished_at"].map(lambda t: t.timestamp()) > killed_at).any(), "the kill landed after the sweep"
+    # every host the pool created dies with it: in flight, or kept by warm drivers
+    _kill_mid_sweep(tmp_path, ray_session, lambda: ray_session.get_actor("host-pool", namespace=NAMESPACE))
 
 
 def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
