@@ -51,6 +51,7 @@ class MasgridRayLauncher(Launcher):
         from masgrid.platform.compose import JobComposer
         from masgrid.platform.config import ConfigError
         from masgrid.platform.preflight import PreflightError
+        from masgrid.platform.recorder import ResultsUnwritable
         from masgrid.platform.results_lock import ResultsDirBusy
         from masgrid.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
                                             report_config_errors, run_sweep, split_job_config, take_config_dump)
@@ -94,7 +95,7 @@ class MasgridRayLauncher(Launcher):
             return []
         try:
             result = run_sweep(cfgs, all_settings[0])
-        except (PreflightError, ResultsDirBusy) as exc:  # bad endpoint, or another sweep writes results_dir
+        except (PreflightError, ResultsDirBusy, ResultsUnwritable) as exc:  # bad endpoint, results_dir busy or refusing writes
             remember(SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}")))
             return []
         remember(result)

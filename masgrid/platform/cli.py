@@ -180,13 +180,15 @@ def _hydra_run(argv: list[str], multirun: bool) -> int:
         from masgrid.actors.serving.spec import ServingError
         from masgrid.platform.launch import run_one
         from masgrid.platform.preflight import PreflightError, preflight
+        from masgrid.platform.recorder import ResultsUnwritable
         from masgrid.platform.results_lock import ResultsDirBusy
         from masgrid.platform.summary import print_summary
 
         try:
             preflight([run_cfg])
             summary = run_one(run_cfg)
-        except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy) as exc:  # endpoint, results_dir
+        except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy,
+                ResultsUnwritable) as exc:  # endpoint, results_dir
             outcome["error"] = str(exc)
             print(f"masgrid run: {exc}", file=sys.stderr)
             return

@@ -27,7 +27,7 @@ from masgrid.platform.config import RunConfig
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
-from masgrid.platform.validity import error_classes_json, judge
+from masgrid.platform.validity import classify_failure, error_classes_json, judge
 
 EVENT_FLUSH_ROUNDS = 10
 
@@ -36,6 +36,8 @@ class RunSummary(BaseModel):
     run_id: str
     status: str
     error: str | None = None
+    error_class: str | None = None  # failed runs: interrupted | task_error | config_error
+    attempts: int = 1  # executions in this sweep (interrupted ones are retried)
     success: bool | None = None
     sr: float | None = None
     rounds: int | None = None
@@ -217,7 +219,7 @@ class RunDriver:
         log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels())
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
-        status, error = "ok", None
+        status, error, error_class = "ok", None, None
         # Clearing a previous attempt's files overlaps with starting the components; the
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
@@ -227,7 +229,7 @@ class RunDriver:
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            status, error, error_class = "failed", f"{type(exc).__name__}: {exc}", classify_failure(exc)
             tb = traceback.format_exc(limit=8)
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
@@ -237,11 +239,11 @@ class RunDriver:
         chunk, rows = log.take_chunk()
         await self.recorder.call("write_events", run_id, partition, chunk, rows)
         wall = time.perf_counter() - t0
-        run_row.update(cfg.columns(), status=status, error=error, wall_s=wall, started_at=started,
+        run_row.update(cfg.columns(), status=status, error=error, error_class=error_class, wall_s=wall, started_at=started,
                        finished_at=datetime.now(timezone.utc),
                        model_error_classes=error_classes_json(log.error_classes))
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
-        return RunSummary(run_id=run_id, status=status, error=error, success=run_row.get("success"),
+        return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
                           sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
                           cr=run_row.get("cr"), model_calls=run_row.get("model_calls"),
                           model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir)

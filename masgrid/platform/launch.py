@@ -1,4 +1,14 @@
-"""Starting runs: join or start Ray, one recorder actor per results_dir, one driver per run."""
+"""Starting runs: join or start Ray, one recorder actor per results_dir, one driver per run.
+
+No single process may end a sweep. The recorder and the host pool are restarted by Ray when
+they die (`max_restarts=-1`), and calls they were serving are sent again
+(`max_task_retries=-1`: the recorder's writes are idempotent, the pool's acquire just makes
+new hosts). A run the platform interrupted (its driver, a host, the pool that owned its
+hosts died; a node was lost) is run again, up to `MAX_ATTEMPTS` times in all; after that it
+is recorded failed with error_class `interrupted`, which a plain resume re-runs. A results
+directory that refuses writes stops the sweep (`ResultsUnwritable`) once the runs in flight
+have ended.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +23,10 @@ from typing import Any, Callable, Iterable, Iterator
 from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunDriver, RunSummary
-from masgrid.platform.recorder import Recorder
+from masgrid.platform.recorder import Recorder, ResultsUnwritable
 from masgrid.platform.results_lock import ResultsLock
 from masgrid.platform.run_status import RunName
+from masgrid.platform.validity import classify_failure
 
 log = logging.getLogger("masgrid")
 NAMESPACE = "masgrid"
@@ -25,6 +36,10 @@ NAMESPACE = "masgrid"
 _RECORDERS: dict[str, Any] = {}
 #: warm driver processes kept between run_many calls (execution.reuse_actors)
 MAX_IDLE_DRIVERS = 32
+#: executions of one run within a sweep when the platform keeps interrupting it
+MAX_ATTEMPTS = 3
+#: restart a dead session actor, and resend the calls it was serving (see the module doc)
+SUPERVISED: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
@@ -51,7 +66,7 @@ def recorder_actor(results_dir: str) -> Any:
         return _RECORDERS[key]
     name = "recorder:" + hashlib.sha1(root.encode()).hexdigest()[:12]
     node = ray.get_runtime_context().get_node_id()
-    actor = ray.remote(num_cpus=0)(Recorder).options(
+    actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
         name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
     ).remote(root)
@@ -68,19 +83,21 @@ def host_pool() -> Any:
 
     key = f"{ray.get_runtime_context().get_job_id()}:pool"
     if key not in _RECORDERS:
-        _RECORDERS[key] = ray.remote(num_cpus=0)(HostPool).options(
+        _RECORDERS[key] = ray.remote(num_cpus=0, **SUPERVISED)(HostPool).options(
             name="host-pool", namespace=NAMESPACE, get_if_exists=True).remote()
     return _RECORDERS[key]
 
 
-def driver_actor(cfg: RunConfig, recorder: Any) -> Any:
+def driver_actor(cfg: RunConfig, recorder: Any, attempt: int = 1) -> Any:
+    """The run's own driver process, named `run:<run_id>` (a retry: `run:<run_id>#<attempt>`,
+    since the dead attempt's name may not be free yet)."""
     import ray
 
     from masgrid.platform.pool import DriverHosts
 
     pool = DriverHosts(host_pool()) if cfg.execution.reuse_actors else None
     return ray.remote(num_cpus=0)(RunDriver).options(
-        name=f"run:{cfg.run_id}", namespace=NAMESPACE, max_concurrency=16,
+        name=f"run:{cfg.run_id}" + (f"#{attempt}" if attempt > 1 else ""), namespace=NAMESPACE, max_concurrency=16,
     ).remote(cfg, recorder, True, pool)
 
 
@@ -167,12 +184,15 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
     idle_workers: list[Any] = _RECORDERS.setdefault(key, [])  # warm drivers kept for the session
     queue = list(enumerate(cfgs))
+    attempts = [0] * len(cfgs)
+    stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
     try:
-        while queue or in_flight:
-            while queue and len(in_flight) < max_concurrent:
+        while (queue and stopped is None) or in_flight:
+            while queue and stopped is None and len(in_flight) < max_concurrent:
                 idx, cfg = queue.pop(0)
                 if cfg.results_dir not in recorders:
-                    recorders[cfg.results_dir] = recorder_actor(cfg.results_dir)
+                    with _storage_errors_unwrapped():
+                        recorders[cfg.results_dir] = recorder_actor(cfg.results_dir)
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
@@ -180,29 +200,81 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                     # the task and the worker's status actor carry the run's name in the dashboard
                     in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:
-                    driver = driver_actor(cfg, rec)
+                    driver = driver_actor(cfg, rec, attempts[idx] + 1)
                     in_flight[driver.run.remote()] = (idx, driver)
             done, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in done:
                 idx, actor = in_flight.pop(ref)
                 cfg = cfgs[idx]
+                attempts[idx] += 1
                 try:
                     summary = ray.get(ref)
                     if cfg.execution.reuse_actors:
                         idle_workers.append(actor)
                     else:
                         ray.kill(actor, no_restart=True)
-                except Exception as exc:  # noqa: BLE001 - the driver itself died: record it here
+                except Exception as exc:  # noqa: BLE001 - the driver itself died (or could not record)
                     ray.kill(actor, no_restart=True)
+                    unwritable = storage_error(exc)
+                    if unwritable is not None:
+                        stopped = stopped or unwritable
+                        continue
                     summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
+                                         error_class=classify_failure(exc),
                                          results_dir=cfg.results_dir)
-                    log.error("run %s failed: %s", cfg.run_id, exc)
-                    row = {**cfg.columns(), "status": "failed", "error": summary.error}
-                    ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
+                summary.attempts = attempts[idx]
+                if summary.error_class == "interrupted" and attempts[idx] < MAX_ATTEMPTS and stopped is None:
+                    log.warning("run %s interrupted (%s); running it again (attempt %d of %d)", cfg.run_id,
+                                (summary.error or "").splitlines()[0], attempts[idx] + 1, MAX_ATTEMPTS)
+                    queue.insert(0, (idx, cfg))
+                    continue
+                if summary.status == "failed" and summary.error and summary.error.startswith("driver died"):
+                    log.error("run %s failed: %s", cfg.run_id, summary.error)
+                    row = {**cfg.columns(), "status": "failed", "error": summary.error,
+                           "error_class": summary.error_class}
+                    try:
+                        ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
+                    except Exception as exc:  # noqa: BLE001 - unrecorded: a resume runs it (no runs row)
+                        stopped = stopped or storage_error(exc)
                 results[idx] = summary
                 if on_done:
                     on_done(cfg, summary)
+        if stopped is not None:
+            done_n = sum(r is not None for r in results)
+            raise ResultsUnwritable(stopped.errno or 0, f"{stopped.strerror}; the sweep stopped with {done_n} of "
+                                    f"{len(cfgs)} runs recorded; make results_dir writable (free space) and run the "
+                                    "same command again to resume")
     finally:
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
     return [r for r in results if r is not None]
+
+
+def storage_error(exc: BaseException) -> ResultsUnwritable | None:
+    """The ResultsUnwritable behind an error a driver or the recorder raised, if any (the
+    recorder's own, not Ray's wrapper of it, whose text is the remote traceback)."""
+    from ray.exceptions import RayTaskError
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ResultsUnwritable) and not isinstance(e, RayTaskError):
+            return ResultsUnwritable(e.errno or 0, e.strerror or str(e))
+        todo += [getattr(e, "cause", None), e.__cause__, e.__context__]
+    return None
+
+
+@contextmanager
+def _storage_errors_unwrapped() -> Iterator[None]:
+    """A recorder that cannot even create its tables raises ResultsUnwritable here, unwrapped."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        unwritable = storage_error(exc)
+        if unwritable is None:
+            raise
+        raise unwritable from None

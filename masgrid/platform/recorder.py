@@ -4,14 +4,21 @@ Each file is written under a temporary dot-name (ignored by pyarrow and pandas) 
 renamed into place, so a killed process never leaves a half-written file. File names carry
 the run id: a re-executed run replaces its own files instead of duplicating rows, and
 the `runs` row, written last, is what marks a run complete.
+
+The recorder keeps no state but its directory, so a recorder actor that dies is restarted
+by Ray and the calls it was serving are sent again (launch.recorder_actor): every write
+replaces a file named by run id and chunk, so a repeated call changes nothing. A write the
+disk refuses (full, read-only) raises `ResultsUnwritable`, which stops the sweep.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -42,7 +49,39 @@ def partition_dir(root: Path, table: str, partition: dict[str, Any]) -> Path:
     return path
 
 
+class ResultsUnwritable(OSError):
+    """The results directory refuses writes (disk full, read-only, permissions): no run
+    can be recorded, so the sweep stops instead of running work it cannot keep."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+#: OS errors that mean the storage, not one file, is the problem
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
+
+
 def write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
+    with storage_errors(path.parent):
+        _write_table_atomic(path, rows, schema)
+
+
+@contextmanager
+def storage_errors(where: Path) -> Iterator[None]:
+    """OS errors of the storage itself -> ResultsUnwritable naming the directory."""
+    try:
+        yield
+    except ResultsUnwritable:
+        raise
+    except OSError as exc:
+        text = str(exc)
+        if exc.errno in STORAGE_ERRNOS or "No space left" in text or "Read-only file system" in text:
+            # pyarrow raises OSError without an errno for a failed write; its message keeps strerror
+            raise ResultsUnwritable(exc.errno or errno.EIO, f"cannot write {where}: {exc.strerror or text}") from None
+        raise
+
+
+def _write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     table = to_table(rows, schema)  # model text made storable; a bad value is nulled and noted
     tmp = path.parent / f".tmp-{uuid.uuid4().hex}.parquet"
@@ -53,7 +92,10 @@ def write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema
         os.replace(tmp, path)
     finally:
         if tmp.exists():
-            tmp.unlink()
+            try:
+                tmp.unlink()
+            except OSError:
+                pass  # a read-only disk: the dot-file is ignored by readers anyway
 
 
 class Recorder:
@@ -62,7 +104,8 @@ class Recorder:
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
         self.root = Path(results_dir).resolve()
         for table in TABLES:
-            (self.root / table).mkdir(parents=True, exist_ok=True)
+            with storage_errors(self.root):
+                (self.root / table).mkdir(parents=True, exist_ok=True)
         heap.settle()
 
     def ready(self) -> str:
@@ -75,7 +118,8 @@ class Recorder:
         """Drop files a previous, interrupted attempt at the same run left behind (runs row last)."""
         for table in ("runs", "agents", "events"):
             for path in self._files_of(table, run_id, partition):
-                path.unlink(missing_ok=True)
+                with storage_errors(path.parent):
+                    path.unlink(missing_ok=True)
 
     def write_events(self, run_id: str, partition: dict[str, Any], chunk: int, rows: list[dict[str, Any]]) -> None:
         if rows:
@@ -91,17 +135,24 @@ class Recorder:
                            [run_row], SCHEMAS["runs"])
 
     def run_status(self) -> dict[str, str]:
-        """run_id -> status of every recorded run (for resume). Damaged files are set aside
-        first (analysis/integrity.py), so their runs count as incomplete and run again."""
+        """run_id -> status of every recorded run."""
+        return {run_id: status for run_id, (status, _) in self.run_outcomes().items()}
+
+    def run_outcomes(self) -> dict[str, tuple[str, str | None]]:
+        """run_id -> (status, error_class) of every recorded run (for resume). Damaged files are
+        set aside first (analysis/integrity.py), so their runs count as incomplete and run again.
+        Rows written before `error_class` existed read as null."""
         import sys
 
         from masgrid.analysis.integrity import check_results, describe
 
         for line in describe(check_results(self.root)):
             print(f"masgrid: {line}", file=sys.stderr, flush=True)
-        out: dict[str, str] = {}
+        out: dict[str, tuple[str, str | None]] = {}
         for path in (self.root / "runs").rglob("part-*.parquet"):
-            table = pq.read_table(path, columns=["run_id", "status"])
-            for run_id, status in zip(table["run_id"].to_pylist(), table["status"].to_pylist()):
-                out[run_id] = status
+            names = set(pq.read_schema(path).names)
+            table = pq.read_table(path, columns=["run_id", "status", *({"error_class"} & names)])
+            classes = table["error_class"].to_pylist() if "error_class" in names else [None] * table.num_rows
+            for run_id, status, cls in zip(table["run_id"].to_pylist(), table["status"].to_pylist(), classes):
+                out[run_id] = (status, cls)
         return out

@@ -44,6 +44,8 @@ class ResultsLock:
     """Held by one process; re-entrant within it (nested run_many calls)."""
 
     _held: dict[str, "ResultsLock"] = {}
+    #: tokens of locks this process released but could not delete (read-only results_dir)
+    _released: set[str] = set()
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
         self.root = Path(results_dir).resolve()
@@ -69,6 +71,8 @@ class ResultsLock:
                 return time.time() - self.path.stat().st_mtime > STALE_S
             except FileNotFoundError:
                 return True
+        if holder.get("token") in ResultsLock._released:  # ours, released where it could not be deleted
+            return True
         if holder.get("host") == socket.gethostname():
             return not _alive(int(holder.get("pid", -1)))
         try:
@@ -116,7 +120,10 @@ class ResultsLock:
         self._stop.set()
         holder = self._holder()
         if holder is not None and holder.get("token") == self.token:
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError:  # a read-only results_dir: the file stays; this process no longer holds it
+                ResultsLock._released.add(self.token)
 
     # -- re-entrant use -------------------------------------------------------------------
     @classmethod

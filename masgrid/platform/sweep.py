@@ -3,8 +3,9 @@
 A run's identity is `RunConfig.run_id` (hash of the resolved config and seed, without
 `results_dir` and `execution`). The recorder names every file by run id and writes the
 `runs` row last, so "complete" means "has a runs row": resuming an interrupted sweep
-re-plans the grid against `results_dir/runs`, skips runs recorded with status ok, and
-re-runs failed ones only when asked (`sweep.retry_failed=true`). The Hydra launcher in
+re-plans the grid against `results_dir/runs`, skips runs recorded ok or degraded, re-runs
+runs the platform interrupted (status failed, error_class interrupted) and invalid ones, and
+re-runs runs that failed on their own terms only when asked (`sweep.retry_failed=true`). The Hydra launcher in
 `hydra_plugins/masgrid_ray_launcher` feeds this module; `ray job submit` runs the same CLI.
 """
 
@@ -29,7 +30,8 @@ class SweepSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
-    retry_failed: bool = Field(False, description="re-run grid points recorded with status failed")
+    retry_failed: bool = Field(False, description="re-run grid points that failed on their own terms "
+                                                  "(error_class task_error, config_error); interrupted ones always re-run")
     retry_invalid: bool = Field(True, description="re-run grid points recorded invalid (their model calls failed: "
                                                   "the endpoint may be back); false keeps them")
     progress: Literal["auto", "rich", "plain", "off"] = Field(
@@ -67,18 +69,19 @@ class SweepPlan:
     skipped_ok: int = 0
     skipped_failed: int = 0  # recorded failures left alone (retry_failed=false)
     retried: int = 0  # recorded failures that will run again
+    interrupted: int = 0  # of those: runs the platform interrupted (always run again)
     duplicates: int = 0  # job configs that resolve to an already listed run id
 
 
-def recorded_status(results_dir: str) -> dict[str, str]:
-    """run_id -> status of every run with a runs row under results_dir (empty if none)."""
+def recorded_status(results_dir: str) -> dict[str, tuple[str, str | None]]:
+    """run_id -> (status, error_class) of every run with a runs row under results_dir (empty if none)."""
     from pathlib import Path
 
     if not (Path(results_dir) / "runs").is_dir():
         return {}
     from masgrid.platform.recorder import Recorder
 
-    return Recorder(results_dir).run_status()
+    return Recorder(results_dir).run_outcomes()
 
 
 #: recorded statuses a resume treats as complete
@@ -92,16 +95,21 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_inva
         if (cfg.results_dir, cfg.run_id) not in seen:
             seen.add((cfg.results_dir, cfg.run_id))
             unique.append(cfg)
-    statuses: dict[str, dict[str, str]] = {}
+    from masgrid.platform.validity import RERUN_CLASSES
+
+    statuses: dict[str, dict[str, tuple[str, str | None]]] = {}
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
     for cfg in unique:
-        status = statuses.setdefault(cfg.results_dir, recorded_status(cfg.results_dir)).get(cfg.run_id)
+        status, error_class = statuses.setdefault(cfg.results_dir, recorded_status(cfg.results_dir)).get(
+            cfg.run_id, (None, None))
+        interrupted = status == "failed" and error_class in RERUN_CLASSES
         if status in COMPLETE or (status == "invalid" and not retry_invalid):
             plan.skipped_ok += 1
-        elif status is not None and status != "invalid" and not retry_failed:
+        elif status is not None and status != "invalid" and not interrupted and not retry_failed:
             plan.skipped_failed += 1
         else:
             plan.retried += status is not None
+            plan.interrupted += interrupted
             plan.todo.append(cfg)
     return plan
 
@@ -177,7 +185,9 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResul
     progress.note(f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, "
                   f"{plan.skipped_failed} recorded as failed and left alone"
                   f"{' (sweep.retry_failed=true re-runs them)' if plan.skipped_failed else ''}, "
-                  f"{len(plan.todo)} to run ({plan.retried} retries), at most {settings.max_concurrent} at once")
+                  f"{len(plan.todo)} to run ({plan.retried} retries"
+                  f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
+                  f"at most {settings.max_concurrent} at once")
 
     def on_done(cfg: RunConfig, summary: Any) -> None:
         result.ran += 1

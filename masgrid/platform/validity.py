@@ -8,13 +8,17 @@ is counted, and the run is labelled (docs/results.md, "Run status"):
 - `degraded`: some calls failed, at most `validity.max_model_error_rate` of them; the
   run stays in the tables, and the row says how many failed and why;
 - `invalid`: more failed; tables leave it out and say how many they left out;
-- `failed` (set elsewhere): the run itself did not complete.
+- `failed` (set elsewhere): the run itself did not complete; `error_class` says whose fault:
+  `interrupted` (the platform: a driver, host, recorder or the sweep process died, a node
+  was lost, a host hung) is re-run by a plain resume; `task_error` and `config_error` (the
+  run failed on its own terms) stay failed until `sweep.retry_failed=true`.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Literal
 
 from masgrid.platform.config import ValiditySettings
 
@@ -36,3 +40,30 @@ def judge(model_calls: int, error_classes: Counter[str], settings: ValiditySetti
 
 def error_classes_json(error_classes: Counter[str]) -> str | None:
     return json.dumps(dict(sorted(error_classes.items()))) if error_classes else None
+
+
+FailureClass = Literal["interrupted", "task_error", "config_error"]
+#: failure classes a plain resume runs again: the run never got to fail on its own terms
+RERUN_CLASSES = ("interrupted",)
+
+
+def classify_failure(exc: BaseException) -> FailureClass:
+    """Whose fault a run's failure was. Ray's system errors (an actor or worker died, a node or
+    an object was lost, an actor could not start) and timeouts waiting on a host are the
+    platform's; a remote call that raised is judged by the exception it raised."""
+    import ray.exceptions as rex
+
+    from masgrid.platform.config import ConfigError
+    from masgrid.platform.ports import RoundTimeout
+
+    seen = 0
+    while isinstance(exc, rex.RayTaskError) and exc.cause is not None and seen < 16:
+        exc, seen = exc.cause, seen + 1  # an application error inside an actor: judge its cause
+    platform = (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError,
+                rex.RaySystemError, rex.LocalRayletDiedError, rex.ActorUnschedulableError,
+                rex.GetTimeoutError, RoundTimeout, TimeoutError)
+    if isinstance(exc, platform):  # asyncio.TimeoutError is TimeoutError: a host did not start or answer
+        return "interrupted"
+    if isinstance(exc, ConfigError) or type(exc).__name__ == "PromptMismatch":
+        return "config_error"
+    return "task_error"

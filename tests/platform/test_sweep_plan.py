@@ -18,9 +18,22 @@ def _grid(results_dir: Path) -> list[RunConfig]:
             for p in ("broadcast", "kv") for n in (1, 2)]
 
 
-def _record(cfg: RunConfig, status: str) -> None:
-    row = {**cfg.columns(), "status": status, "error": None if status == "ok" else "RuntimeError: boom"}
+def _record(cfg: RunConfig, status: str, error_class: str | None = None) -> None:
+    row = {**cfg.columns(), "status": status, "error": None if status == "ok" else "RuntimeError: boom",
+           "error_class": error_class}
     Recorder(cfg.results_dir).finish_run(row, [], cfg.partition)
+
+
+def test_a_plain_resume_reruns_interrupted_runs_but_not_own_failures(tmp_path):
+    grid = _grid(tmp_path)
+    for cfg, cls in zip(grid, ("interrupted", "task_error", "config_error", None)):  # None: rows from before
+        _record(cfg, "failed", cls)
+    plan = plan_sweep(grid)
+    assert [c.run_id for c in plan.todo] == [grid[0].run_id]
+    assert (plan.skipped_failed, plan.retried, plan.interrupted) == (3, 1, 1)
+    every = plan_sweep(grid, retry_failed=True)
+    assert len(every.todo) == 4 and every.interrupted == 1
+    assert Recorder(tmp_path).run_outcomes()[grid[1].run_id] == ("failed", "task_error")
 
 
 def test_plan_skips_ok_and_leaves_failed_unless_asked(tmp_path):

@@ -68,3 +68,21 @@ def test_older_prompt_versions_of_a_point_are_superseded_by_the_newest():
     assert list(usable(runs)["run_id"]) == ["b", "c"]
     assert exclusion_note(runs).startswith("2 of 5 runs used; 3 left out: 1 invalid (too many failed model "
                                            "calls), 2 superseded (recorded with older prompts)")
+
+
+def test_failures_are_classed_by_whose_fault_they_were():
+    import ray.exceptions as rex
+
+    from masgrid.platform.driver import PromptMismatch
+    from masgrid.platform.ports import RoundTimeout
+    from masgrid.platform.validity import classify_failure
+
+    assert classify_failure(rex.ActorDiedError()) == "interrupted"
+    assert classify_failure(rex.WorkerCrashedError()) == "interrupted"
+    assert classify_failure(RoundTimeout("hung host")) == "interrupted"
+    assert classify_failure(TimeoutError()) == "interrupted"  # a host that never started
+    assert classify_failure(PromptMismatch("conf/ edited")) == "config_error"
+    assert classify_failure(ValueError("bad instance")) == "task_error"
+    # an error raised inside an actor is judged by what was raised there
+    assert classify_failure(rex.RayTaskError("step", "tb", ValueError("x"))) == "task_error"
+    assert classify_failure(rex.RayTaskError("step", "tb", rex.ActorDiedError())) == "interrupted"

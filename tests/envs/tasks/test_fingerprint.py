@@ -122,3 +122,4 @@ def test_a_prompt_edited_after_planning_fails_the_run_instead_of_mixing(conf_cop
     summary = run_local(cfg)  # the config still carries the hash it was planned with
     assert summary.run_id == planned and summary.status == "failed"
     assert "PromptMismatch" in summary.error and "differ from those the run was planned with" in summary.error
+    assert summary.error_class == "config_error"  # its own terms: a plain resume leaves it (and re-plans)
