@@ -86,6 +86,7 @@ def main() -> int:
     kills = 0
     attempts = 0
     log = results.parent / "soak.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         while True:
             attempts += 1
