@@ -38,16 +38,14 @@ class Damage(BaseModel):
     moved_to: str | None = None
 
 
-def _readable(path: Path, table: str) -> str | None:
-    """None if the file reads back, else why not. `runs` files are read whole (they are
-    small and decide resume); other tables' footers and schema."""
+def _readable(path: Path) -> str | None:
+    """None if the file's footer and schema read back, else why not (a truncated or foreign
+    file). Damage inside the data pages surfaces when the file is read, and the readers set
+    such a file aside then (Recorder.run_outcomes, analysis.load.read_table)."""
     try:
-        if table == "runs":
-            pq.read_table(path, columns=["run_id", "status"])
-        else:
-            meta = pq.ParquetFile(path).metadata
-            if meta.num_columns == 0:
-                return "no columns"
+        meta = pq.ParquetFile(path).metadata
+        if meta.num_columns == 0:
+            return "no columns"
         return None
     except Exception as exc:  # noqa: BLE001 - any reader failure means the file is damaged
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
@@ -62,7 +60,7 @@ def scan(results_dir: str | Path) -> list[Damage]:
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("part-*.parquet")):
-            why = _readable(path, table)
+            why = _readable(path)
             if why is None:
                 continue
             match = _RUN_ID.match(path.name)

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Iterator
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from masgrid.actors import heap
@@ -29,6 +30,8 @@ from masgrid.platform.sanitize import to_table
 from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
+#: what a resume reads of each recorded run
+OUTCOME_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()), ("error_class", pa.string())])
 
 
 def _without_partitions(schema: pa.Schema) -> pa.Schema:
@@ -148,11 +151,29 @@ class Recorder:
 
         for line in describe(check_results(self.root)):
             print(f"masgrid: {line}", file=sys.stderr, flush=True)
-        out: dict[str, tuple[str, str | None]] = {}
-        for path in (self.root / "runs").rglob("part-*.parquet"):
-            names = set(pq.read_schema(path).names)
-            table = pq.read_table(path, columns=["run_id", "status", *({"error_class"} & names)])
-            classes = table["error_class"].to_pylist() if "error_class" in names else [None] * table.num_rows
-            for run_id, status, cls in zip(table["run_id"].to_pylist(), table["status"].to_pylist(), classes):
-                out[run_id] = (status, cls)
-        return out
+        files = sorted((self.root / "runs").rglob("part-*.parquet"))
+        if not files:
+            return {}
+        try:  # one scan, two columns (helper columns absent from older files read as null)
+            table = ds.dataset([str(p) for p in files], format="parquet", schema=OUTCOME_SCHEMA).to_table()
+        except (pa.ArrowException, OSError):  # a file whose footer reads but whose data does not
+            table = self._outcomes_file_by_file(files)
+        return {r: (s, c) for r, s, c in zip(table["run_id"].to_pylist(), table["status"].to_pylist(),
+                                              table["error_class"].to_pylist())}
+
+    def _outcomes_file_by_file(self, files: list[Path]) -> pa.Table:
+        from masgrid.analysis.integrity import Damage, describe, quarantine
+
+        parts, bad = [], []
+        for path in files:
+            try:
+                parts.append(ds.dataset(str(path), format="parquet", schema=OUTCOME_SCHEMA).to_table())
+            except (pa.ArrowException, OSError) as exc:
+                bad.append(Damage(path=str(path), table="runs", run_id=path.stem.removeprefix("part-"),
+                                  error=f"{type(exc).__name__}: {exc}"[:200],
+                                  lost=f"the runs row of run {path.stem.removeprefix('part-')}: it runs again"))
+        for line in describe(quarantine(self.root, bad)):
+            import sys
+
+            print(f"masgrid: {line}", file=sys.stderr, flush=True)
+        return pa.concat_tables(parts) if parts else OUTCOME_SCHEMA.empty_table()

@@ -74,7 +74,8 @@ class SweepPlan:
 
 
 def recorded_status(results_dir: str) -> dict[str, tuple[str, str | None]]:
-    """run_id -> (status, error_class) of every run with a runs row under results_dir (empty if none)."""
+    """run_id -> (status, error_class) of every run with a runs row under results_dir (empty
+    if none); one dataset scan, damaged files set aside first (Recorder.run_outcomes)."""
     from pathlib import Path
 
     if not (Path(results_dir) / "runs").is_dir():
@@ -100,8 +101,9 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_inva
     statuses: dict[str, dict[str, tuple[str, str | None]]] = {}
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
     for cfg in unique:
-        status, error_class = statuses.setdefault(cfg.results_dir, recorded_status(cfg.results_dir)).get(
-            cfg.run_id, (None, None))
+        if cfg.results_dir not in statuses:  # read once per results_dir, not once per run
+            statuses[cfg.results_dir] = recorded_status(cfg.results_dir)
+        status, error_class = statuses[cfg.results_dir].get(cfg.run_id, (None, None))
         interrupted = status == "failed" and error_class in RERUN_CLASSES
         if status in COMPLETE or (status == "invalid" and not retry_invalid):
             plan.skipped_ok += 1
