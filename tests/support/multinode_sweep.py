@@ -13,7 +13,10 @@ JSON for the test to judge.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,6 +47,18 @@ def recorded(results: Path) -> pd.DataFrame:
 
 
 def main(out: Path, results: Path) -> None:
+    # Cluster() records its address in <ray temp dir>/ray_current_cluster, where any plain
+    # ray.init() on this machine would find and join it: a private temp dir keeps other
+    # processes (other test sessions, benchmarks) out of this cluster and this one out of theirs.
+    private = tempfile.mkdtemp(prefix="mgcl", dir="/tmp")  # short: Ray's socket paths have a length limit
+    os.environ["RAY_TMPDIR"] = private
+    try:
+        _sweep(out, results)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _sweep(out: Path, results: Path) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
