@@ -52,8 +52,8 @@ class ExecutionSettings(BaseModel):
     actor_start_timeout_s: float = Field(120.0, gt=0)
     reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
                                                    "(faster sweeps; hosts are then named pool:* not per run)")
-    driver_resources: dict[str, float] = Field(
-        default_factory=dict, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
+    driver_resources: dict[str, float] | None = Field(
+        None, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
         "with `ray start --resources '{\"worker\": 8}'` on worker nodes: drivers (and the hosts they start, "
         "which follow their driver) then run there and at most 8 per node")
     max_recorded_chars: int | None = Field(
