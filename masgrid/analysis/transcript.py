@@ -31,6 +31,9 @@ class Turn:
     role: str
     content: str
     error: str | None = None
+    #: the recorded content is only the start of the message (execution.max_recorded_chars):
+    #: its full length and sha256 are in the events' text_chars/reply_chars and *_sha256
+    capped: bool = False
 
     @property
     def message(self) -> Message:
@@ -43,6 +46,8 @@ class Call:
 
     reply: Turn
     messages: list[Message] = field(default_factory=list)
+    #: some message of the input or the reply was recorded capped: not a byte-exact rebuild
+    capped: bool = False
 
 
 def _missing(value: object) -> bool:
@@ -56,20 +61,26 @@ def turns(events: pd.DataFrame) -> list[Turn]:
     if events["run_id"].nunique() != 1:
         raise ValueError("turns() takes the events of one run")
     replies = dict(zip(events["seq"].astype(int), events["reply"]))
-    rows = events[events["role"].notna()].sort_values(["agent", "phase", "seq"])
+    # results written before texts were capped have no *_chars columns: nothing was capped
+    no_cap = pd.Series(pd.NA, index=events.index)
+    text_capped = events.get("text_chars", no_cap).notna()
+    reply_capped = dict(zip(events["seq"].astype(int), events.get("reply_chars", no_cap).notna()))
+    rows = events[events["role"].notna()].assign(capped_=text_capped).sort_values(["agent", "phase", "seq"])
     out: list[Turn] = []
     for row in rows.itertuples(index=False):
+        capped = bool(row.capped_)
         if not _missing(row.text):
             content = row.text
         elif not _missing(row.source):
             content = replies[int(row.source)]
+            capped = reply_capped[int(row.source)]
         elif row.role == "assistant":
             content = ""  # a failed call leaves an empty assistant turn
         else:
             raise ValueError(f"event {row.seq}: a {row.role} message with neither text nor source")
         out.append(Turn(agent=int(row.agent), phase=int(row.phase), round=int(row.round), seq=int(row.seq),
                         kind=row.kind, verb=None if _missing(row.verb) else row.verb, role=row.role,
-                        content=content, error=None if _missing(row.error) else row.error))
+                        content=content, error=None if _missing(row.error) else row.error, capped=capped))
     return out
 
 
@@ -78,10 +89,12 @@ def calls(events: pd.DataFrame) -> list[Call]:
     out: list[Call] = []
     history: list[Message] = []
     key: tuple[int, int] | None = None
+    capped = False  # some message so far in this history was capped
     for turn in turns(events):
         if (turn.agent, turn.phase) != key:
-            key, history = (turn.agent, turn.phase), []
+            key, history, capped = (turn.agent, turn.phase), [], False
         if turn.kind == "model_call":
-            out.append(Call(reply=turn, messages=list(history)))
+            out.append(Call(reply=turn, messages=list(history), capped=capped or turn.capped))
         history.append(turn.message)
+        capped = capped or turn.capped
     return out

@@ -52,6 +52,17 @@ class ExecutionSettings(BaseModel):
     actor_start_timeout_s: float = Field(120.0, gt=0)
     reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
                                                    "(faster sweeps; hosts are then named pool:* not per run)")
+    driver_resources: dict[str, float] | None = Field(
+        None, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
+        "with `ray start --resources '{\"worker\": 8}'` on worker nodes: drivers (and the hosts they start, "
+        "which follow their driver) then run there and at most 8 per node")
+    max_recorded_chars: int | None = Field(
+        1_000_000, ge=1, description="an event's text or reply longer than this is recorded cut to this many "
+        "characters, with the original's length and sha256 in text_chars/text_sha256 (reply_chars/reply_sha256); "
+        "null records every text whole (memory then grows with reply size)")
+    event_flush_bytes: int = Field(
+        16 * 2**20, ge=1, description="a run's driver sends its pending events to the recorder once their text "
+        "reaches this many bytes (estimated), besides every 10 rounds: a run's event memory is bounded by size")
 
 
 class RunConfig(BaseModel):

@@ -7,6 +7,7 @@ id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_sta
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import time
@@ -14,7 +15,7 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -29,7 +30,13 @@ from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
 from masgrid.platform.validity import classify_failure, error_classes_json, judge
 
+#: events are sent to the recorder at least every this many rounds (and whenever the
+#: pending events pass `execution.event_flush_bytes`), so a crash loses little
 EVENT_FLUSH_ROUNDS = 10
+#: bytes counted per event row besides its text and reply (ids, counters, timestamps)
+EVENT_ROW_BYTES = 256
+#: the event columns that carry model or environment text, capped at `execution.max_recorded_chars`
+CAPPED_COLUMNS = ("text", "reply")
 
 
 class RunSummary(BaseModel):
@@ -85,6 +92,13 @@ class RunLog:
     #: observations quote; an observation names such an event instead of repeating its text
     replies: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     next_round: int = 1
+    #: a recorded text or reply longer than this is cut to it (length and sha256 of the
+    #: original go to `<column>_chars` / `<column>_sha256`); None records every text whole
+    max_recorded_chars: int | None = None
+    #: send pending events to the recorder once they reach this many bytes (None: by rounds only)
+    event_flush_bytes: int | None = None
+    #: estimated size of `pending` (characters of text and reply + EVENT_ROW_BYTES a row)
+    pending_bytes: int = 0
 
     def __post_init__(self) -> None:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
@@ -92,8 +106,29 @@ class RunLog:
     def _event(self, **row: Any) -> int:
         row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
         self.seq += 1
+        self.pending_bytes += EVENT_ROW_BYTES + self._cap(row)
         self.pending.append(row)
         return row["seq"]
+
+    def _cap(self, row: dict[str, Any]) -> int:
+        """Cut an oversized text or reply in place (a 30 MB reply would otherwise be held and
+        copied whole on its way to Parquet); returns the characters the row keeps."""
+        kept = 0
+        for column in CAPPED_COLUMNS:
+            value = row.get(column)
+            if not isinstance(value, str):
+                continue
+            if self.max_recorded_chars is not None and len(value) > self.max_recorded_chars:
+                row[f"{column}_chars"] = len(value)
+                row[f"{column}_sha256"] = text_sha256(value)
+                value = row[column] = value[:self.max_recorded_chars]
+            kept += len(value)
+        return kept
+
+    @property
+    def full(self) -> bool:
+        """Pending events have reached the byte budget: send them to the recorder now."""
+        return self.event_flush_bytes is not None and self.pending_bytes >= self.event_flush_bytes
 
     # Every message that enters an agent's chat history is one event with a `role`, in
     # history order (seq), so the events alone rebuild each model call's input
@@ -173,7 +208,7 @@ class RunLog:
             self.usage_estimated += 1
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
-        rows, self.pending = self.pending, []
+        rows, self.pending, self.pending_bytes = self.pending, [], 0
         self.chunk += 1
         return self.chunk, rows
 
@@ -181,12 +216,15 @@ class RunLog:
 class LoggedAgents:
     """The agents as a scheduler steps them: each step's observations are logged first."""
 
-    def __init__(self, pool: AgentPoolClient, log: RunLog, phase: int) -> None:
-        self.pool, self.log, self.phase = pool, log, phase
+    def __init__(self, pool: AgentPoolClient, log: RunLog, phase: int,
+                 flush: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.pool, self.log, self.phase, self.flush = pool, log, phase, flush
         self.n_agents = pool.n_agents
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         self.log.record_observations(self.phase, observations)
+        if self.flush is not None and self.log.full:  # large observations: out before the next replies come in
+            await self.flush()
         return await self.pool.step(observations, expect)
 
 
@@ -216,7 +254,9 @@ class RunDriver:
         t0 = time.perf_counter()
         heap.settle()  # in a driver actor: the previous run's objects are gone, freeze the rest
         task = get_task(cfg.task)
-        log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels())
+        log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(),
+                     max_recorded_chars=cfg.execution.max_recorded_chars,
+                     event_flush_bytes=cfg.execution.event_flush_bytes)
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None
@@ -318,14 +358,17 @@ class RunDriver:
         first_prompts: list[str] = []
         phase1_subs: list[Any] = []
 
+        async def flush() -> None:
+            chunk, rows = log.take_chunk()
+            await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+
         async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
                            outcomes: dict[int, list[OutcomeRecord]]) -> None:
             self.progress = {"phase": phase, "round": round_no}
             self.metrics.round(phase, round_no)
             log.record_round(phase, round_no, completions, outcomes)
-            if round_no % EVENT_FLUSH_ROUNDS == 0:
-                chunk, rows = log.take_chunk()
-                await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+            if round_no % EVENT_FLUSH_ROUNDS == 0 or log.full:
+                await flush()
 
         submissions: list[Any] = [None] * cfg.agents
         for phase in range(1, n_phases + 1):
@@ -340,7 +383,7 @@ class RunDriver:
             await asyncio.gather(env_port.call("reset"), pool.broadcast(
                 "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
-                               agents=LoggedAgents(pool, log, phase), env=env,
+                               agents=LoggedAgents(pool, log, phase, flush), env=env,
                                on_round=on_round)
             result = await scheduler.run_phase(ctx)
             phase_rounds.append(result.rounds)
@@ -348,8 +391,7 @@ class RunDriver:
             if phase == 1:
                 phase1_subs = list(submissions)
             previous = list(submissions)
-            chunk, rows = log.take_chunk()
-            await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+            await flush()
         await pool.close()
 
         score = task.score(instance, submissions)
@@ -415,6 +457,12 @@ class PromptMismatch(RuntimeError):
 
 def _when(epoch_s: float | None) -> datetime | None:
     return None if epoch_s is None else datetime.fromtimestamp(epoch_s, timezone.utc)
+
+
+def text_sha256(text: str) -> str:
+    """Hex sha256 of a text's UTF-8 bytes (lone surrogates, which model output may carry, as
+    surrogatepass encodes them), so a capped text can be checked against its original."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _json(value: Any) -> str | None:

@@ -98,6 +98,7 @@ def driver_actor(cfg: RunConfig, recorder: Any, attempt: int = 1) -> Any:
     pool = DriverHosts(host_pool()) if cfg.execution.reuse_actors else None
     return ray.remote(num_cpus=0)(RunDriver).options(
         name=f"run:{cfg.run_id}" + (f"#{attempt}" if attempt > 1 else ""), namespace=NAMESPACE, max_concurrency=16,
+        resources=cfg.execution.driver_resources or None,
     ).remote(cfg, recorder, True, pool)
 
 
@@ -196,7 +197,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
-                        namespace=NAMESPACE, max_concurrency=16).remote(host_pool())
+                        namespace=NAMESPACE, max_concurrency=16,
+                        resources=cfg.execution.driver_resources or None).remote(host_pool())
                     # the task and the worker's status actor carry the run's name in the dashboard
                     in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:

@@ -178,6 +178,13 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
                                   "observation without source)"),
     "reply": (pa.string(), "text", "what the environment answered the agent (command, harness, delivery); "
                                    "invalid_reply: the format check's message"),
+    "text_chars": (pa.int64(), "characters", "length of the original `text` when it was longer than "
+                                             "execution.max_recorded_chars and `text` holds only its start; "
+                                             "null: `text` is whole"),
+    "text_sha256": (pa.string(), "hex digest", "sha256 of the original `text` (UTF-8) when it was capped, else null"),
+    "reply_chars": (pa.int64(), "characters", "length of the original `reply` when it was capped (as "
+                                              "`text_chars`); null: `reply` is whole"),
+    "reply_sha256": (pa.string(), "hex digest", "sha256 of the original `reply` (UTF-8) when it was capped, else null"),
     "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
                                    "user, assistant); null: the event added none"),
     "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "

@@ -55,6 +55,8 @@ def _label(turn: Turn) -> str:
         what = "retry request"
     if turn.error:
         what += f", failed: {turn.error}"
+    if turn.capped:
+        what += ", capped: only its start was recorded (execution.max_recorded_chars)"
     return f"phase {turn.phase} · round {turn.round} · {turn.role} · {what}"
 
 
