@@ -96,7 +96,7 @@ def _sweep(out: Path, results: Path) -> None:
                 nodes = actor_nodes("run:")
                 done = recorded(results)
                 ok_nodes = {node for r in done[done["status"] == "ok"]["run_id"] for node, _ in nodes.get(f"run:{r}", [])}
-                busy = [n[4:] for n, places in nodes.items() if (victim.node_id, "ALIVE") in places]
+                busy = [n[4:].split("#")[0] for n, places in nodes.items() if (victim.node_id, "ALIVE") in places]
                 if {w.node_id for w in workers} <= ok_nodes and busy:
                     facts["completed_before_kill"] = {r: str(t) for r, t, s in
                                                       zip(done["run_id"], done["started_at"], done["status"])
@@ -117,7 +117,10 @@ def _sweep(out: Path, results: Path) -> None:
         final = recorded(results)
         facts["final"] = {r: {"status": s, "started_at": str(t)}
                           for r, s, t in zip(final["run_id"], final["status"], final["started_at"])}
-        facts["driver_nodes"] = {n[4:]: sorted({node for node, _ in places}) for n, places in actor_nodes("run:").items()}
+        drivers: dict[str, set[str]] = {}  # a retried run's driver is named run:<id>#<attempt>
+        for name, places in actor_nodes("run:").items():
+            drivers.setdefault(name[4:].split("#")[0], set()).update(node for node, _ in places)
+        facts["driver_nodes"] = {run_id: sorted(nodes) for run_id, nodes in drivers.items()}
         facts["recorder_nodes"] = sorted({node for places in actor_nodes("recorder:").values() for node, _ in places})
     finally:
         ray.shutdown()
