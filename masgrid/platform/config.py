@@ -146,6 +146,8 @@ class RunConfig(BaseModel):
         task = get_task(self.task)
         if task.family != "agentsnet":  # other families' identities stay unchanged
             data.pop("agentsnet")
+        if isinstance(data.get(task.family), dict):
+            data[task.family] = task.identity_options(data[task.family])
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
             data[key] = None
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}

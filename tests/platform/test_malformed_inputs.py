@@ -125,6 +125,16 @@ def test_an_ignored_key_is_not_part_of_the_identity(base, key, values):
     assert [getattr(c, key) for c in cfgs][:-1] == list(values)[:-1]  # the config keeps what was asked
 
 
+def test_the_byzantine_count_is_identity_only_with_byzantine_agents():
+    def run_id(setting: str, count: int | None) -> str:
+        return RunConfig.from_mapping({**AGENTSNET, "agents": 8,
+                                       "agentsnet": {"byzantine": setting, "byzantine_count": count}}).run_id
+
+    assert len({run_id("none", c) for c in (None, 1, 2, 3)}) == 1  # never read without Byzantine agents
+    assert len({run_id("aware", c) for c in (1, 2, 3)}) == 3
+    assert run_id("none", None) != run_id("aware", 1)
+
+
 def test_keys_a_family_reads_stay_in_its_identity():
     for base, key, a, b in ((SORTING, "mode", "asc", "desc"), (SORTING, "k", 1, 2), (SILO, "k", 3, 4),
                             (AGENTSNET, "graph", "ws", "ba"), (SILO, "condition", "base", "planning")):

@@ -73,6 +73,11 @@ class Task(ABC):
     #: them is refused rather than run as pseudo-replicates.
     ignored_keys: ClassVar[tuple[str, ...]] = ()
 
+    def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The family's option block (e.g. `agentsnet:`) as it enters the run identity:
+        options that the other options make irrelevant are set to None here."""
+        return options
+
     # -- generation ------------------------------------------------------------------------
     @abstractmethod
     def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:

@@ -55,6 +55,12 @@ class AgentsNetTask(Task):
     #: the graph model and n fix the instance; `k` and `mode` are never read
     ignored_keys = ("k", "mode")
     problem: ClassVar[str]
+
+    def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Without Byzantine agents their count is never read: not part of the identity."""
+        if options.get("byzantine") == "none":
+            return {**options, "byzantine_count": None}
+        return options
     is_global: ClassVar[bool] = False
 
     def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
