@@ -73,7 +73,7 @@ class EnvironmentHost:
             for o in self._apply(agent, text, error):
                 comm = self.count(o.block) + self.count(o.reply) if o.communication else 0
                 records.append(OutcomeRecord(
-                    agent=agent, kind="command" if o.verb or o.block else "harness", verb=o.verb,
+                    agent=agent, kind="command" if (o.verb or o.block) and not o.harness else "harness", verb=o.verb,
                     block=o.block, reply=o.reply, ok=o.ok, communication=o.communication,
                     tokens_comm=comm, messages_sent=o.messages_sent, deliveries=o.deliveries,
                     submitted=o.submitted, read_other=bool(o.extra.get("read_other")),

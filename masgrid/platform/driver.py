@@ -23,6 +23,7 @@ from masgrid.actors import heap
 from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
+from masgrid.envs.protocols.base import STACKED_VERB
 from masgrid.envs.tasks import Instance, Task, get_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
@@ -68,6 +69,7 @@ class AgentStats:
     files_read_others: int = 0
     model_errors: int = 0
     command_errors: int = 0
+    stacked_blocks: int = 0  # blocks that held more than one command or text no command takes
     fallbacks: int = 0  # replies that failed the protocol's validator and were retried
     failed_parses: int = 0  # retries that were invalid as well
     model_calls: int = 0
@@ -191,6 +193,7 @@ class RunLog:
                 st.deliveries += o.deliveries
                 st.files_read_others += o.read_other
                 st.command_errors += (o.kind == "command" and not o.ok)
+                st.stacked_blocks += (o.kind == "harness" and o.verb == STACKED_VERB)
                 self._event(phase=phase, round=round_no, agent=i, kind=o.kind, verb=o.verb, text=o.block,
                             reply=o.reply, ok=o.ok, error=None, tokens_in=0, tokens_out=0,
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
@@ -418,6 +421,7 @@ class RunDriver:
             "agents_stopped": sum(s.stopped is not None for s in stats),
             "calls_usage_estimated": log.usage_estimated,
             "command_errors": sum(s.command_errors for s in stats),
+            "stacked_blocks": sum(s.stacked_blocks for s in stats),
             "startup_s": startup_s,
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0

@@ -67,6 +67,9 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
                               "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
+    "stacked_blocks": (pa.int64(), "fenced blocks that broke the one-command-per-block rule: several commands "
+                       "(each run on its own), text no command takes, or command lines kept in a write_file value; "
+                       "each has a harness event with verb stacked"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
     "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
@@ -140,6 +143,8 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
     "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
+    "stacked_blocks": (pa.int64(), "blocks", "this agent's fenced blocks that broke one command per block "
+                                             "(see the run metric)"),
     "fallbacks": (pa.int64(), "replies", "replies that failed the protocol's format check and got one retry"),
     "failed_parses": (pa.int64(), "replies", "retries that failed the format check as well"),
     "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
@@ -159,7 +164,8 @@ EVENT_KINDS: dict[str, str] = {
     "model_call": "one model call and its reply (role assistant; a failed call leaves an empty assistant "
                   "message); verb invalid_reply: a reply that failed the format check and was retried",
     "command": "one command the environment executed from a reply, with the reply it gave",
-    "harness": "a harness reply that is no command's (no command found, model error, round notice)",
+    "harness": "a harness reply that is no command's (no command found, model error, round notice; verb "
+               "stacked: the note on a block that broke one command per block, the block in `text`)",
     "delivery": "LOCAL protocol: the user message a round's end delivers to this agent (its neighbours' messages "
                 "and the next instruction), in `reply`",
 }
@@ -172,9 +178,9 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "round": (pa.int64(), "round", "round within the phase, from 1 (prompt events: 0)"),
     "agent": (pa.int64(), "agent id", "the agent the event belongs to"),
     "kind": (pa.string(), "label", "what happened: " + ", ".join(EVENT_KINDS)),
-    "verb": (pa.string(), "label", "command verb (command), deliver (delivery), invalid_reply (model_call), "
+    "verb": (pa.string(), "label", "command verb (command), stacked (harness), deliver (delivery), invalid_reply (model_call), "
                                    "retry (observation: the format check's message), else null"),
-    "text": (pa.string(), "text", "model output (model_call), the command block (command), the message (prompt, "
+    "text": (pa.string(), "text", "model output (model_call), the command (its lines of the block; command), the message (prompt, "
                                   "observation without source)"),
     "reply": (pa.string(), "text", "what the environment answered the agent (command, harness, delivery); "
                                    "invalid_reply: the format check's message"),

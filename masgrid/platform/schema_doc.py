@@ -22,7 +22,7 @@ UNITS = {
     "rounds_phase1": "rounds", "rounds_phase2": "rounds", "te": "elements per 10^5 tokens",
     "cr": "fraction in [0, 1]", "rho": "fraction in [0, 1]", "submitted": "agents",
     "tokens_in": "tokens", "tokens_out": "tokens", "tokens_total": "tokens", "tokens_comm": "tokens",
-    "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands",
+    "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands", "stacked_blocks": "blocks",
     "startup_s": "seconds", "pcs": "fraction in [0, 1]", "tokens_per_round": "tokens per round",
     "density": "messages per ordered agent pair", "fallbacks": "replies", "failed_parses": "replies",
     "soft_score": "fraction in [0, 1]", "message_rounds": "rounds", "diameter": "edges (hops)",

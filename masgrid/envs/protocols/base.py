@@ -16,10 +16,13 @@ from masgrid.envs.harness import (
     MSG_MODEL_ERROR,
     MSG_NO_COMMANDS,
     CommandError,
+    CommandGrammar,
     CommandOutcome,
+    SplitBlock,
     command_error,
     parse_fenced,
     split_command,
+    split_stacked,
     unknown_command,
 )
 
@@ -34,6 +37,13 @@ def agent_name(i: int) -> str:
 
 
 MSG_SKIPPED = "not executed: {count} command(s) after {verb} (it ends your turn for this round)"
+# One command per block (MAS-Bench D.2); what a block held beyond that is said once, before it runs.
+MSG_STACKED = "this block held {count} commands ({verbs}); each ran as its own command, in order"
+MSG_IGNORED = "ignored (no command here takes this text): {lines}"
+MSG_KEPT = "kept as part of the {verb} value, not executed: lines starting with {verbs}"
+MSG_NOTE = "note: {parts}. Put one command in each fenced block."
+STACKED_VERB = "stacked"  # verb of the notice outcome, so the events table counts such blocks
+_IGNORED_CHARS = 200
 
 
 class ProtocolOptions(BaseModel):
@@ -68,6 +78,12 @@ class Protocol(ABC):
     verbs: ClassVar[dict[str, str]] = {}
     #: verbs whose command text and reply count as communication tokens (appendix C).
     communication_verbs: ClassVar[frozenset[str]] = frozenset()
+    #: verbs without arguments: inside a block they start a new command only alone on a line.
+    bare_verbs: ClassVar[frozenset[str]] = frozenset()
+    #: verbs whose text may continue on the following lines (messages); submit_result is one.
+    body_verbs: ClassVar[frozenset[str]] = frozenset()
+    #: verbs that own the rest of the block verbatim (a multi-line value).
+    verbatim_verbs: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, n_agents: int, answer_parser: AnswerParser, options: ProtocolOptions | None = None) -> None:
         if n_agents < 1:
@@ -109,7 +125,17 @@ class Protocol(ABC):
     def fixed_texts(cls) -> tuple[str, ...]:
         """Every fixed text the substrate can show an agent (harness replies, templates); it
         enters the run's prompt fingerprint (envs/tasks/fingerprint.py)."""
-        return (MSG_MODEL_ERROR, MSG_NO_COMMANDS, MSG_SKIPPED)
+        return (MSG_MODEL_ERROR, MSG_NO_COMMANDS, MSG_SKIPPED, MSG_STACKED, MSG_IGNORED, MSG_KEPT, MSG_NOTE)
+
+    @classmethod
+    def grammar(cls) -> CommandGrammar:
+        """The line grammar `split_stacked` uses to find stacked commands in a block."""
+        return CommandGrammar(
+            verbs=frozenset({"wait", "submit_result", *cls.verbs}),
+            bare=frozenset({"wait"}) | cls.bare_verbs,
+            takes_body=frozenset({"submit_result"}) | cls.body_verbs | cls.verbatim_verbs,
+            verbatim=cls.verbatim_verbs,
+        )
 
     @classmethod
     def reply_validator(cls, view: Any) -> Callable[[str, str | None], str | None] | None:
@@ -125,16 +151,46 @@ class Protocol(ABC):
         blocks = parse_fenced(text)
         if not blocks:
             return [CommandOutcome(block="", verb="", reply=MSG_NO_COMMANDS, ok=False)]
+        grammar = self.grammar()
+        # (notice or None, command) in textual order: a stacked block's notice precedes its commands.
+        steps: list[tuple[CommandOutcome | None, str]] = []
+        for block in blocks:
+            split = split_stacked(block, grammar)
+            notice = self.stacked_notice(block, split)
+            steps.extend((notice if k == 0 else None, command) for k, command in enumerate(split.commands))
         outcomes: list[CommandOutcome] = []
-        for pos, block in enumerate(blocks):
-            outcome = self.dispatch(agent, block)
+        for pos, (notice, command) in enumerate(steps):
+            if notice is not None:
+                outcomes.append(notice)
+            outcome = self.dispatch(agent, command)
             outcomes.append(outcome)
-            if pos + 1 < len(blocks) and self._ends_turn(outcome):
+            if pos + 1 < len(steps) and self._ends_turn(outcome):
                 # SILO A.5: the rest of the reply is skipped; the agent is told once.
                 outcomes.append(CommandOutcome(block="", verb="", ok=False, reply=MSG_SKIPPED.format(
-                    count=len(blocks) - pos - 1, verb=outcome.verb)))
+                    count=len(steps) - pos - 1, verb=outcome.verb)))
                 break
         return outcomes
+
+    @staticmethod
+    def stacked_notice(block: str, split: SplitBlock) -> CommandOutcome | None:
+        """The harness note for a block that held more than one command, or text no command
+        takes, or command-like lines inside a verbatim value; None for a one-command block."""
+        parts: list[str] = []
+        if len(split.commands) > 1:
+            verbs = ", ".join(split_command(c)[0] for c in split.commands)
+            parts.append(MSG_STACKED.format(count=len(split.commands), verbs=verbs))
+        if split.ignored:
+            lines = " / ".join(split.ignored)
+            if len(lines) > _IGNORED_CHARS:
+                lines = lines[:_IGNORED_CHARS] + "..."
+            parts.append(MSG_IGNORED.format(lines=lines))
+        if split.kept_verbs:
+            parts.append(MSG_KEPT.format(verb=split_command(split.commands[-1])[0],
+                                         verbs=", ".join(dict.fromkeys(split.kept_verbs))))
+        if not parts:
+            return None
+        return CommandOutcome(block=block, verb=STACKED_VERB, reply=MSG_NOTE.format(parts="; ".join(parts)),
+                              harness=True)
 
     def _ends_turn(self, outcome: CommandOutcome) -> bool:
         if outcome.verb == "wait" and self.options.wait_ends_turn:

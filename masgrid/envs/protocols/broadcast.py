@@ -18,6 +18,8 @@ class BroadcastProtocol(MailboxProtocol):
         "list_agents": "_list_agents",
     }
     communication_verbs = frozenset({"receive_messages", "broadcast_message", "list_agents"})
+    bare_verbs = frozenset({"receive_messages", "list_agents"})
+    body_verbs = frozenset({"broadcast_message"})
 
     def _broadcast(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         text = "\n".join(part for part in (args, body) if part).strip()

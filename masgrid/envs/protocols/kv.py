@@ -36,6 +36,7 @@ class KVProtocol(Protocol):
         "delete_file": "_delete",
     }
     communication_verbs = frozenset({"list_files", "read_file", "write_file", "delete_file"})
+    verbatim_verbs = frozenset({"write_file"})  # E.4: the value is every line after the key
 
     def reset(self) -> None:
         super().reset()

@@ -12,6 +12,8 @@ class P2PProtocol(MailboxProtocol):
     receive_prefix = "from"
     verbs = {"receive_messages": "_receive", "send_message": "_send"}
     communication_verbs = frozenset({"receive_messages", "send_message"})
+    bare_verbs = frozenset({"receive_messages"})
+    body_verbs = frozenset({"send_message"})
 
     def _send(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         target_ref, _, first_text = args.partition(" ")
