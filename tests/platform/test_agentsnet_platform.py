@@ -79,3 +79,14 @@ def test_sweep_presets_name_valid_values(preset: str, tmp_path: Path) -> None:
     for agents in params["agents"]:
         for task in params["task"][:1]:
             _cfg(tmp_path, task=task, agents=int(agents), graph=params["graph"][0])
+
+
+def test_vertex_cover_baseline_solves_the_issue_case_through_the_driver(tmp_path: Path) -> None:
+    """Issue 14 item 9: ws, 16 agents, seed 4 scored 0.909 with the round-by-round Luby rule."""
+    cfg = _cfg(tmp_path, task="agentsnet/vertex_cover", agents=16, graph="ws", seed=4)
+    assert run_local(cfg).status == "ok"
+    run = pd.read_parquet(tmp_path / "runs").iloc[0]
+    assert run["success"] and run["soft_score"] == 1.0
+    inst = get_task(cfg.task).generate(16, cfg.k, None, 4, graph="ws")
+    agents = pd.read_parquet(tmp_path / "agents").sort_values("agent")
+    assert [json.loads(s) for s in agents["submission"]] == run_scripted(get_task(cfg.task), inst, 4).answers

@@ -9,10 +9,11 @@ a round is read back from the delivery text the protocol writes.
   random colour not fixed by a neighbour and keeps it when no neighbour proposed or fixed
   the same colour in that round; agents still uncoloured at the end take the smallest
   colour not fixed around them (which may clash, so short budgets can fail);
-- vertex cover: complement of a maximal independent set found by random-priority greedy
-  (Luby): an undecided agent joins the set when its priority beats every undecided
-  neighbour and no neighbour has joined; the complement of a maximal independent set is a
-  minimal vertex cover; agents undecided at the end say "Yes" (keeps the cover valid);
+- vertex cover: complement of the random-priority greedy maximal independent set (the set
+  Luby's rule converges to: an agent joins iff no higher-priority neighbour joins), each
+  agent deciding from the priorities and adjacency it gathered by flooding; the complement
+  of a maximal independent set is a minimal vertex cover; agents still undecided at the end
+  (budget below the diameter) say "Yes" (keeps the cover valid);
 - matching: randomized proposals: a free agent either proposes to a random free neighbour
   (then waits a round for the answer) or accepts one proposal it received; two agents
   that propose to each other in the same round are matched;
@@ -62,7 +63,13 @@ class LocalPolicy(ScriptedPolicy):
         self.update(inbox, final)
         if final:
             return f"{FINAL_MARKER} {self.answer()}"
-        out = {nb: "STATE " + json.dumps(self.message(nb), separators=(",", ":")) for nb in self.nbs}
+        out: dict[str, str] = {}
+        last: tuple[dict[str, Any], str] | None = None  # most policies send every neighbour the same state
+        for nb in self.nbs:
+            state = self.message(nb)
+            if last is None or state != last[0]:
+                last = (state, "STATE " + json.dumps(state, separators=(",", ":")))
+            out[nb] = last[1]
         return json.dumps(out)
 
     def update(self, inbox: dict[str, dict[str, Any]], final: bool) -> None: ...
@@ -135,25 +142,78 @@ class LubyColoring(LocalPolicy):
 
 
 class LubyVertexCover(LocalPolicy):
+    """Complement of the random-priority greedy MIS, decided from the gathered neighbourhood.
+
+    Run round by round, Luby's rule (join when beating every undecided neighbour; leave when
+    a neighbour joined) spends two rounds per phase and left agents undecided on 16-node
+    graphs within the 6-round budget. Its outcome is fixed by the priorities alone (u is in
+    iff no higher-priority neighbour is in), so each agent floods (priority, neighbours) of
+    every agent it has heard of, one hop per round, and evaluates that rule on what it knows.
+    After T rounds it knows everyone within distance T, so when T >= the graph's diameter
+    every agent decides, all from the same global MIS, and the cover is minimal.
+    """
+
     def __init__(self, view: AgentView, protocol: str, seed: int = 0) -> None:
         super().__init__(view, protocol, seed)
-        self.priority = self.rng.random()
-        self.status = "undecided"  # in (independent set) | out (cover) | undecided
+        self.priority = self.rng.getrandbits(32)
+        #: name -> (priority, neighbours) of every agent heard of so far, this one included
+        self.ball: dict[str, tuple[int, list[str]]] = {self.me: (self.priority, self.nbs)}
+        self.fresh: dict[str, tuple[int, list[str]]] = dict(self.ball)  # sent on in this round
+        self.status: bool | None = None  # in the MIS (answers No) / out (Yes) / undecided
+        self.has: dict[str, set[str]] = {}  # neighbour -> names it is known to have heard of
 
     def update(self, inbox: dict[str, dict[str, Any]], final: bool) -> None:
-        if self.status != "undecided" or len(self.known) < len(self.nbs):
-            return
-        states = self.known.values()
-        if any(m["s"] == "in" for m in states):
-            self.status = "out"
-        elif all((self.priority, self.me) > (m["p"], nb) for nb, m in self.known.items() if m["s"] == "undecided"):
-            self.status = "in"
+        new: dict[str, tuple[int, list[str]]] = {}
+        for sender, state in inbox.items():
+            known = state.get("k")
+            if isinstance(known, dict):
+                self.has.setdefault(sender, {sender}).update(known)
+            for name, entry in (known.items() if isinstance(known, dict) else ()):
+                if name in self.ball or name in new or not _is_entry(entry):
+                    continue
+                new[name] = (int(entry[0]), [str(n) for n in entry[1]])
+        self.ball.update(new)
+        if self.call > 1:
+            self.fresh = new
+        if self.status is None:  # a decision never changes: the rule reads only fixed priorities
+            self.status = self._in_mis(self.me, {})
+
+    def _in_mis(self, name: str, memo: dict[str, bool | None]) -> bool | None:
+        """Greedy-MIS membership by priority (ties by name); None while some input is unknown."""
+        if name in memo:
+            return memo[name]
+        priority, nbs = self.ball[name]
+        if any(w not in self.ball for w in nbs):
+            memo[name] = None
+            return None
+        higher = sorted((w for w in nbs if (self.ball[w][0], w) > (priority, name)),
+                        key=lambda w: (self.ball[w][0], w), reverse=True)
+        result: bool | None = True
+        for w in higher:
+            verdict = self._in_mis(w, memo)
+            if verdict:
+                result = False
+                break
+            if verdict is None:
+                result = None
+        memo[name] = result
+        return result
 
     def message(self, neighbor: str) -> dict[str, Any]:
-        return {"p": self.priority, "s": self.status}
+        # What a neighbour told us it has heard of, it needs no more (saves most of the traffic).
+        has = self.has.setdefault(neighbor, {neighbor})
+        send = {name: [p, nbs] for name, (p, nbs) in self.fresh.items() if name not in has}
+        has.update(send)
+        return {"k": send}
 
     def answer(self) -> str:
-        return "No" if self.status == "in" else "Yes"
+        # Undecided agents (T below the diameter) say Yes: the cover stays valid, maybe not minimal.
+        return "No" if self.status else "Yes"
+
+
+def _is_entry(entry: Any) -> bool:
+    return (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)
+            and not isinstance(entry[0], bool) and isinstance(entry[1], list))
 
 
 class RandomMatching(LocalPolicy):
