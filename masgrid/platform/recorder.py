@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import uuid
 from pathlib import Path
 from contextlib import contextmanager
@@ -145,8 +146,6 @@ class Recorder:
         """run_id -> (status, error_class) of every recorded run (for resume). Damaged files are
         set aside first (analysis/integrity.py), so their runs count as incomplete and run again.
         Rows written before `error_class` existed read as null."""
-        import sys
-
         from masgrid.analysis.integrity import check_results, describe
 
         for line in describe(check_results(self.root)):
@@ -173,7 +172,5 @@ class Recorder:
                                   error=f"{type(exc).__name__}: {exc}"[:200],
                                   lost=f"the runs row of run {path.stem.removeprefix('part-')}: it runs again"))
         for line in describe(quarantine(self.root, bad)):
-            import sys
-
             print(f"masgrid: {line}", file=sys.stderr, flush=True)
         return pa.concat_tables(parts) if parts else OUTCOME_SCHEMA.empty_table()

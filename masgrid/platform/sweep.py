@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.envs.tasks import get_task
 from masgrid.platform.config import ConfigError, RunConfig, format_validation_error
+from masgrid.platform.validity import USABLE  # complete on resume: the statuses whose metrics tables use
 
 #: the config node holding sweep settings; stripped before RunConfig validation
 SWEEP_KEY = "sweep"
@@ -85,10 +86,6 @@ def recorded_status(results_dir: str) -> dict[str, tuple[str, str | None]]:
     return Recorder(results_dir).run_outcomes()
 
 
-#: recorded statuses a resume treats as complete
-COMPLETE = ("ok", "degraded")
-
-
 def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_invalid: bool = True) -> SweepPlan:
     seen: set[tuple[str, str]] = set()
     unique: list[RunConfig] = []
@@ -105,7 +102,7 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_inva
             statuses[cfg.results_dir] = recorded_status(cfg.results_dir)
         status, error_class = statuses[cfg.results_dir].get(cfg.run_id, (None, None))
         interrupted = status == "failed" and error_class in RERUN_CLASSES
-        if status in COMPLETE or (status == "invalid" and not retry_invalid):
+        if status in USABLE or (status == "invalid" and not retry_invalid):
             plan.skipped_ok += 1
         elif status is not None and status != "invalid" and not interrupted and not retry_failed:
             plan.skipped_failed += 1

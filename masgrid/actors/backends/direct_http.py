@@ -24,7 +24,7 @@ from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completio
 from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.errors import http_failure
 from masgrid.actors.backends.openai_chat import KEEPALIVE_S, api_key, completion_from_reply, failed_call, request_body
-from masgrid.actors.backends.retry import MAX_BACKOFF_S, AttemptFailed, backoff_s, with_retries  # noqa: F401
+from masgrid.actors.backends.retry import AttemptFailed, with_retries
 from masgrid.envs.tokens import TokenCounter
 
 class DirectChatBackend(ChatBackend):

@@ -134,7 +134,7 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def _is_connection(exc: BaseException) -> bool:
-    if isinstance(exc, (ConnectionError, OSError)):
+    if isinstance(exc, OSError):  # ConnectionError and its kin included
         return True
     name = type(exc).__name__
     return any(part in name for part in ("Connection", "Connect", "Disconnected", "Payload", "Protocol", "Transport"))

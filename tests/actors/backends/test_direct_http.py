@@ -8,7 +8,7 @@ import time
 import pytest
 
 from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.direct_http import MAX_BACKOFF_S, backoff_s
+from masgrid.actors.backends.retry import MAX_BACKOFF_S, backoff_s
 from masgrid.actors.backends.openai_chat import http_backend
 from masgrid.envs.tokens import approx_tokens
 from tests.support.chat_server import ChatServer, Reply
