@@ -95,6 +95,12 @@ class SiloSpec(ABC):
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         """Agent `agent`'s answer computed from every agent's payload."""
 
+    def ceiling(self, n: int) -> float | None:
+        """The no-communication ceiling at N = n (default `chance_sr` at every n). A spec
+        where one agent necessarily holds the answer (e.g. the holder of the global maximum)
+        may return max(chance_sr, 1/n), saying so in its task page."""
+        return self.chance_sr
+
     def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
         """What an agent can answer from its own shard alone, with no communication at all.
 

@@ -1,7 +1,8 @@
 """The no-communication floor: no SILO task may be solvable by agents that never talk.
 
-Every task states `chance_sr`, the largest mean S an agent answering from its own shard
-alone may reach (the chance level of its answer space plus a margin, argued per task in
+Every task states `chance_sr` (and `ceiling(n)` where it depends on N), the largest mean S
+an agent answering from its own shard alone may reach, and the largest fraction of instances
+silent agents may solve outright (the chance level of its answer space plus a margin, argued per task in
 docs/tasks/silo-isolated.md). The isolated baseline must stay at or below it at every N of
 the paper's grid; a generator or scorer change that lets silent agents score fails here.
 The isolated answer is also run through the real platform (condition=isolated).
@@ -32,8 +33,9 @@ def test_isolated_agents_stay_at_chance(task_id: str) -> None:
     assert spec.chance_sr is not None, f"{task_id} states no no-communication ceiling (chance_sr)"
     assert 0.0 <= spec.chance_sr < 1.0
     for n in FLOOR_SCALES:
-        cell = floor_cell(task_id, n, seeds=SEEDS)
-        assert cell.sr <= spec.chance_sr, f"{task_id} N={n}: isolated S {cell.sr:.2f} > ceiling {spec.chance_sr}"
+        cell, ceiling = floor_cell(task_id, n, seeds=SEEDS), spec().ceiling(n)
+        assert ceiling is not None and ceiling < 1.0
+        assert cell.sr <= ceiling, f"{task_id} N={n}: isolated S {cell.sr:.2f} > ceiling {ceiling}"
         assert cell.success <= spec.chance_sr, f"{task_id} N={n}: {cell.success:.0%} of instances solved silently"
 
 
