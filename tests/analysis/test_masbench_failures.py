@@ -276,3 +276,40 @@ def test_runs_without_agent_rows_are_a_clear_error():
     runs, agents, events = _run([[10, 20], [30, 40], [50, 60]], Log())
     with pytest.raises(ValueError, match="no rows in the agents table"):
         label_runs(runs, agents.iloc[0:0], events)
+
+
+# --- a real run: scripted model on loopback HTTP, the driver, Parquet -------------------
+
+def stale_script(request: dict):
+    """Agent 1 writes a plan by position; agent 0 reads it; agent 2 overwrites it by value
+    in the same round, after agent 0's read; everyone then submits numbers from no input."""
+    from tests.platform.test_audit_trail import fenced
+    from tests.support.chat_server import Reply, agent_and_turn
+
+    agent, turn = agent_and_turn(request)
+    plans = {
+        0: ["wait", "read_file plan", "submit_result [-2, -1]"],
+        1: ["write_file plan\nAgent-1 takes global indices 2-3", "wait", "submit_result [-4, -3]"],
+        2: ["wait", "write_file plan\nvalues between 0 and 30 go to Agent-0", "submit_result [-6, -5]"],
+    }[agent]
+    return Reply(fenced(plans[min(turn, len(plans) - 1)]))
+
+
+def test_labels_of_a_real_recorded_kv_run(tmp_path):
+    from tests.platform.test_audit_trail import run
+
+    run(tmp_path, stale_script, task="sorting", protocol="kv", agents=3, k=2, seed=9, max_rounds=5)
+    loaded = load_results(tmp_path)
+    row = label_runs(loaded.runs, loaded.agents, loaded.events).iloc[0]
+    assert not row["success"] and row["wrong_agents"] == 3
+    assert json.loads(row["stale_keys"]) == {"0": ["plan"]}  # read in round 2 before agent 2's write
+    assert json.loads(row["conventions"]) == {"1": "index", "2": "value"}
+    assert {m for m in MODES if row[m]} == {"stale_kv_read", "premature_submission", "value_hallucination",
+                                            "convention_misalignment"}
+    from masgrid.analysis.report import build_report
+
+    build_report(tmp_path, tmp_path / "report")
+    freq = pd.read_csv(tmp_path / "report" / "failure_modes.csv")
+    assert freq.loc[0, "failed"] == 1 and freq.loc[0, "Stale K-V reads"] == 1 and freq.loc[0, "Boundary mismatch"] == 0
+    assert freq.loc[0, "Premature submission %"] == 100.0 and freq.loc[0, "unlabelled"] == 0
+    assert "Failure modes (section 5.3)" in (tmp_path / "report" / "failure_modes.md").read_text()
