@@ -19,8 +19,8 @@ Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
 
 
 def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None, n1: bool = False) -> Builder:
-    def build(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
-        runs = tables.for_task(runs, task)
+    def build(runs: pd.DataFrame, task: str | None, condition: str | None = None) -> pd.DataFrame:
+        runs = tables.for_task(runs, task, condition)
         return stats.welch_tests(runs[runs["agents"] == 1] if n1 else runs, metric, between, by, reference)
     return build
 
@@ -51,7 +51,7 @@ TABLES: dict[str, tuple[str, Builder]] = {
                                   _welch("tokens_total", "protocol", (), None, n1=True)),
 }
 #: tables of one condition (Base unless `masgrid report --condition` says otherwise)
-PER_CONDITION = ("table2", "table3", "table8")
+PER_CONDITION = ("table2", "table3", "table8", "welch_protocols_tokens_n1")
 COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a model without one has no cost. "
              "cost_usd prices the recorded prompt/completion split; cost_mid/low/high_usd are the paper's "
              "50/50 estimate and its [all-input, all-output] range.")
