@@ -18,7 +18,8 @@ A label holds for a run when it holds for at least one agent whose submission is
 - stale K-V read (protocol kv): a wrong agent had read a key in the final phase and, when
   it decided to submit (the end of the round before its submit), another agent had since
   overwritten or deleted that key with a different value, and the agent had not read it
-  again;
+  again (a text cut at execution.max_recorded_chars is known by its start only: two
+  values differ when neither recorded start extends the other);
 - value hallucination: a wrong agent submitted a value more often than U holds it (a
   value absent from every input), or, while its information set covered every agent,
   skipped an element of U lying between the smallest and largest value it submitted
@@ -118,6 +119,18 @@ def _key_and_value(text: str) -> tuple[str, str]:
     return (parts[1].strip() if len(parts) > 1 else ""), body
 
 
+def _capped(row: Any, column: str) -> bool:
+    value = getattr(row, column, None)
+    return value is not None and not pd.isna(value)
+
+
+def _differ(a: str | None, b: str | None, capped: bool) -> bool:
+    """Whether two recorded values differ; a capped one is known only by its start."""
+    if a is None or b is None or not capped:
+        return a != b
+    return not (a.startswith(b) or b.startswith(a))
+
+
 def stale_reads(events: pd.DataFrame) -> dict[int, list[str]]:
     """Agent -> keys whose value it had read but another agent had changed by the time it
     decided to submit (final phase; see the module docstring)."""
@@ -125,20 +138,21 @@ def stale_reads(events: pd.DataFrame) -> dict[int, list[str]]:
     decided = submit_rounds(events)
     out: dict[int, list[str]] = {}
     for agent, sub_round in decided.items():
-        store: dict[str, tuple[str | None, int]] = {}  # key -> (value or None if deleted, last writer)
-        seen: dict[str, str] = {}
+        store: dict[str, tuple[str | None, int, bool]] = {}  # key -> (value or None if deleted, writer, capped)
+        seen: dict[str, tuple[str, bool]] = {}
         for row in commands[commands["round"] < sub_round].itertuples(index=False):
             if not row.ok:
                 continue
             if row.verb == "write_file":
                 key, value = _key_and_value(row.text)
-                store[key] = (value, int(row.agent))
+                store[key] = (value, int(row.agent), _capped(row, "text_chars"))
             elif row.verb == "delete_file":
-                store[_key_and_value(row.text)[0]] = (None, int(row.agent))
+                store[_key_and_value(row.text)[0]] = (None, int(row.agent), False)
             elif row.verb == "read_file" and int(row.agent) == agent:
-                seen[_key_and_value(row.text)[0]] = str(row.reply).removeprefix("content=")
-        stale = [key for key, value in seen.items()
-                 if key in store and store[key][0] != value and store[key][1] != agent]
+                seen[_key_and_value(row.text)[0]] = (str(row.reply).removeprefix("content="),
+                                                     _capped(row, "reply_chars"))
+        stale = [key for key, (value, capped) in seen.items() if key in store and store[key][1] != agent
+                 and _differ(store[key][0], value, capped or store[key][2])]
         if stale:
             out[agent] = sorted(stale)
     return out

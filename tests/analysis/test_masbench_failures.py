@@ -146,6 +146,14 @@ def test_stale_kv_read(case, stale):
     assert labels["stale_kv_read"] is stale
 
 
+def test_capped_texts_compare_by_their_recorded_start():
+    log = _kv_log(2, new_value="A" * 10 + "tail")
+    log.rows[1]["reply"], log.rows[1]["reply_chars"] = "content=" + "A" * 5, 10 ** 7  # the read, cut
+    assert not labels_of([[10, 30], [30, 40], [50, 60]], log, protocol="kv")["stale_kv_read"]
+    log.rows[1]["reply"] = "content=B" * 5
+    assert labels_of([[10, 30], [30, 40], [50, 60]], log, protocol="kv")["stale_kv_read"]
+
+
 def test_stale_read_of_a_deleted_key_and_not_outside_kv():
     log = (Log().cmd(1, 1, "write_file", "write_file plan\nA").cmd(1, 0, "read_file", "read_file plan",
                                                                   reply="content=A", peers=[1])
