@@ -121,6 +121,25 @@ def vertex_cover_paper_score(g: ScoredGraph) -> float:
     return _coverage(g, chosen) * (1 - non_essential / size)
 
 
+# -- answer sets the released code cannot score ------------------------------------------------
+
+def reference_failure(problem: str, g: ScoredGraph) -> str | None:
+    """Why the released code's scorer would raise (ZeroDivisionError) on this answer set.
+
+    Its coloring and vertex-cover scores divide by the edge count, its vertex-cover score
+    also by the number of "Yes" answers (so it fails whenever nobody says "Yes", including
+    when no final answer could be read), its matching score by the agent count. The run is
+    then lost there; masgrid scores it with the values defined above and flags it
+    (`reference_unscorable`, docs/agentsnet.md)."""
+    if problem in ("coloring", "vertex_cover") and not g.edges:
+        return "no_edges"
+    if problem == "vertex_cover" and not any(a == YES for a in g.answers):
+        return "no_coordinator"
+    if problem == "matching" and not g.n:
+        return "no_agents"
+    return None
+
+
 # -- matching ------------------------------------------------------------------------------
 
 def matching_score(g: ScoredGraph) -> TaskScore:
