@@ -68,14 +68,22 @@ def run_set_note(runs: pd.DataFrame, run_set: str = "all") -> str:
     return text + "."
 
 
-def agentsnet_runs(runs: pd.DataFrame, run_set: str = "all") -> pd.DataFrame:
+def agentsnet_runs(runs: pd.DataFrame, run_set: str = "all", parser: str | None = None) -> pd.DataFrame:
     """Usable AgentsNet runs (analysis/validity.py) of `run_set`, with a `problem` column
-    (task name without the family)."""
+    (task name without the family). Runs read with different parser modes
+    (`reply_parser`; missing = strict) are never pooled: give `parser` when both occur."""
     if runs.empty:
         return runs
     family = usable(runs[runs["task"].astype(str).str.startswith("agentsnet/")])
+    modes = family["reply_parser"].fillna("strict") if "reply_parser" in family.columns else \
+        pd.Series("strict", index=family.index)
+    if parser is not None:
+        family = family[modes == parser]
+    elif modes.nunique() > 1:
+        raise ValueError("runs read with both parser modes (reply_parser strict and reference); choose one (--parser)")
     df = select_run_set(family, run_set).copy()
     df["problem"] = df["task"].str.split("/", n=1).str[1]
+    df["reply_parser"] = modes.loc[df.index]
     df["success"] = df["success"].astype(float)
     if "byzantine_setting" not in df.columns:
         df["byzantine_setting"] = "none"
@@ -83,8 +91,8 @@ def agentsnet_runs(runs: pd.DataFrame, run_set: str = "all") -> pd.DataFrame:
     return df
 
 
-def load_runs(results_dir: str | Path, run_set: str = "all") -> pd.DataFrame:
-    return agentsnet_runs(read_table(results_dir, "runs"), run_set)
+def load_runs(results_dir: str | Path, run_set: str = "all", parser: str | None = None) -> pd.DataFrame:
+    return agentsnet_runs(read_table(results_dir, "runs"), run_set, parser)
 
 
 def _se(values: pd.Series) -> float:
@@ -242,10 +250,11 @@ def _flat(table: pd.DataFrame) -> pd.DataFrame:
     return table.set_axis([f"{a} {b.removeprefix('tokens_')}" for a, b in table.columns], axis=1)
 
 
-def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "all") -> Path:
+def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "all",
+                 parser: str | None = None) -> Path:
     """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
     recorded = read_table(results_dir, "runs")
-    runs = agentsnet_runs(recorded, run_set)
+    runs = agentsnet_runs(recorded, run_set, parser)
     if runs.empty:
         raise ValueError(f"no usable AgentsNet runs under {results_dir} (run set {run_set!r})")
     out = Path(out_dir)
@@ -253,7 +262,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "a
     plain = runs[(runs["byzantine_setting"] == "none") & (runs["condition"] == "base")]
     family = recorded[recorded["task"].astype(str).str.startswith("agentsnet/")]
     parts = ["# AgentsNet report", f"Runs from `{results_dir}`: {exclusion_note(family)}",
-             run_set_note(agentsnet_runs(recorded), run_set)]
+             run_set_note(agentsnet_runs(recorded, parser=parser), run_set),
+             f"Replies read with agentsnet.parser={parser or runs['reply_parser'].iloc[0]}."]
     if not plain.empty:
         parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
                   "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
@@ -275,11 +285,13 @@ def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "a
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
-    parser.add_argument("results_dir")
-    parser.add_argument("--out", default="agentsnet_report")
-    parser.add_argument("--run-set", choices=RUN_SETS, default="all",
+    cli = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
+    cli.add_argument("results_dir")
+    cli.add_argument("--out", default="agentsnet_report")
+    cli.add_argument("--run-set", choices=RUN_SETS, default="all",
                         help="all: every usable run (default); reference: without the runs the released "
                              "code would not have recorded (reference_unscorable)")
-    args = parser.parse_args()
-    print(write_report(args.results_dir, args.out, args.run_set))
+    cli.add_argument("--parser", choices=("strict", "reference"), default=None,
+                     help="only runs read with this agentsnet.parser (required when both occur)")
+    args = cli.parse_args()
+    print(write_report(args.results_dir, args.out, args.run_set, args.parser))

@@ -29,7 +29,7 @@ UNITS = {
     "max_degree": "neighbours", "edges": "edges", "invalid_answers": "agents", "byzantine_agents": "agents",
     "byzantine_setting": "label", "chain_of_thought": "boolean", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls",
-    "reference_unscorable": "boolean", "reference_unscorable_reason": "labels ('+'-joined)",
+    "reply_parser": "label", "reference_unscorable": "boolean", "reference_unscorable_reason": "labels ('+'-joined)",
 }
 
 

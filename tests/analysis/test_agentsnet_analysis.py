@@ -77,3 +77,15 @@ def test_tables_both_ways_over_the_reference_flag() -> None:
         an.agentsnet_runs(df, "paper")
     older = df.drop(columns=["reference_unscorable", "reference_unscorable_reason"])
     assert len(an.agentsnet_runs(older, "reference")) == 5
+
+
+def test_parser_modes_are_never_pooled() -> None:
+    rows = [("m", 8, "agentsnet/coloring", "ba", ok, 1.0) for ok in (True, False, False)]
+    df = pd.DataFrame(rows, columns=["model", "agents", "task", "graph", "success", "soft_score"])
+    df["status"], df["condition"] = "ok", "base"
+    df["reply_parser"] = ["strict", "reference", None]  # None: recorded before the column, read strictly
+    with pytest.raises(ValueError, match="both parser modes"):
+        an.agentsnet_runs(df)
+    assert an.agentsnet_runs(df, parser="strict")["success"].tolist() == [1.0, 0.0]
+    assert an.agentsnet_runs(df, parser="reference")["success"].tolist() == [0.0]
+    assert an.agentsnet_runs(df.iloc[[0, 2]])["reply_parser"].tolist() == ["strict", "strict"]

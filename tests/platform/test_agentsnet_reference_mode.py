@@ -68,7 +68,7 @@ def test_reference_mode_delivers_the_last_object_and_drops_non_neighbours(record
     assert sent["reply"].str.startswith("not delivered, not a neighbour: ").all() and len(sent) == 4 * 4 - 1
     assert run["fallbacks"] == 0  # "Not sure" is read as "No": nothing to retry
     assert set(agents["submission"].dropna()) == {'"No"'}
-    assert cfg.identity()["agentsnet"]["parser"] == "reference"
+    assert cfg.identity()["agentsnet"]["parser"] == "reference" and run["reply_parser"] == "reference"
 
 
 def test_strict_mode_delivers_the_first_object_and_retries_the_answer(recorded: dict) -> None:
@@ -91,6 +91,6 @@ def test_report_both_ways(recorded: dict, tmp_path: Path) -> None:
     results = Path(recorded["reference"][0].results_dir)
     text = write_report(results, tmp_path / "all").read_text()
     assert "Run set 'all': 1 runs the released code would not have recorded are counted" in text
-    assert "1 model_error+no_coordinator" in text
+    assert "1 model_error+no_coordinator" in text and "agentsnet.parser=reference" in text
     with pytest.raises(ValueError, match="run set 'reference'"):
         write_report(results, tmp_path / "ref", run_set="reference")

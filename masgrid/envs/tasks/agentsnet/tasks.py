@@ -198,7 +198,7 @@ class AgentsNetTask(Task):
         p, m = instance.params, instance.meta
         return {"message_rounds": p["rounds"], "diameter": m["diameter"], "max_degree": m["max_degree"],
                 "edges": len(m["edges"]), "byzantine_agents": len(m["byzantine_agents"]),
-                "byzantine_setting": p["byzantine"], "chain_of_thought": p["cot"],
+                "byzantine_setting": p["byzantine"], "chain_of_thought": p["cot"], "reply_parser": parser_mode(p),
                 **reference_unscorable(score.metrics.get(REFERENCE_REASON), int(usage.get("model_errors") or 0))}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
