@@ -18,7 +18,8 @@ coverage * essential / #coordinators. They agree whenever the coordinators cover
 edge; when coverage < 1 the code counts every coordinator as essential (removing any
 keeps coverage below 1), so its score is just the coverage. We follow the code and keep
 the paper's formula as `vertex_cover_paper_score` for comparison. Where the code would
-divide by zero (no coordinators, or no edges) we define the score explicitly below.
+divide by zero (no coordinators, or no edges) we define the score explicitly below and
+name the case (`reference_failure`), so the run is flagged `reference_unscorable`.
 
 Byzantine runs (appendix I) score only honest agents: every function takes the graph
 already restricted to the honest agents (see `restrict`).
