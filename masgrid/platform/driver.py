@@ -428,6 +428,7 @@ class RunDriver:
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
+                  "model_errors": metrics["model_errors"],
                   "deliveries": sum(s.deliveries for s in stats),
                   "files_read_others": sum(s.files_read_others for s in stats)}
         metrics.update(task.run_metrics(instance, score, {**usage, **counts}))

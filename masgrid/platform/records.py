@@ -91,6 +91,11 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "byzantine_agents": (pa.int64(), "AgentsNet agents given the adversarial objective (appendix I)"),
     "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none, aware or unaware"),
     "chain_of_thought": (pa.bool_(), "AgentsNet: agents asked to reason before each JSON reply"),
+    "reply_parser": (pa.string(), "AgentsNet: how replies were read, strict or reference (agentsnet.parser)"),
+    "reference_unscorable": (pa.bool_(), "AgentsNet: the released code would have recorded no score for this run "
+                             "(a model call failed after retries, or its scorer divides by zero); masgrid scores it"),
+    "reference_unscorable_reason": (pa.string(), "AgentsNet: why reference_unscorable, '+'-joined: model_error, "
+                                    "no_coordinator (vertex cover, nobody said Yes), no_edges, no_agents; null when scorable"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [

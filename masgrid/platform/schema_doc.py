@@ -30,6 +30,7 @@ UNITS = {
     "byzantine_setting": "label", "chain_of_thought": "boolean", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "floor_sr": "fraction in [0, 1]",
     "floor_pcs": "fraction in [0, 1]", "floor_success": "boolean",
+    "reply_parser": "label", "reference_unscorable": "boolean", "reference_unscorable_reason": "labels ('+'-joined)",
 }
 
 
