@@ -118,14 +118,15 @@ class GlobalMax(_Level1Spec):
 
 
 VOCABULARY = ["apple", "river", "stone", "cloud", "maple", "tiger", "lemon", "orbit"]
-#: each agent's share of the target word is drawn from U(0, TARGET_SHARE_MAX)
-TARGET_SHARE_MAX = 0.5
+#: each agent's share of the target word is drawn from U(TARGET_SHARE_MIN, TARGET_SHARE_MAX)
+#: (bounded away from 0, so that no count, such as 0, is much likelier than its neighbours)
+TARGET_SHARE_MIN, TARGET_SHARE_MAX = 0.05, 0.5
 
 
 @silo_spec
 class WordFrequency(_CountSpec):
-    """Each agent's list has its own share p_j ~ U(0, 0.5) of the target word (the other words
-    uniform), so one agent's count says little about another's."""
+    """Each agent's list has its own share p_j ~ U(0.05, 0.5) of the target word (the other
+    words uniform), so one agent's count says little about another's."""
 
     task_id = "I-02"
     title = "Word Frequency"
@@ -137,7 +138,7 @@ class WordFrequency(_CountSpec):
         others = [w for w in VOCABULARY if w != target]
         shards = []
         for _ in range(n):
-            share = rng.uniform(0, TARGET_SHARE_MAX)
+            share = rng.uniform(TARGET_SHARE_MIN, TARGET_SHARE_MAX)
             shards.append([target if rng.random() < share else rng.choice(others) for _ in range(k)])
         total = sum(shard.count(target) for shard in shards)
         return SiloData(shards=shards, expected=_same(n, total), public={"target": target})
@@ -149,8 +150,9 @@ class WordFrequency(_CountSpec):
         return sum(payloads.values())
 
     def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
-        # own count plus every other agent's expected count (mean share TARGET_SHARE_MAX / 2)
-        return shard.count(public["target"]) + round((n - 1) * len(shard) * TARGET_SHARE_MAX / 2)
+        # own count plus every other agent's expected count (the mean share)
+        mean_share = (TARGET_SHARE_MIN + TARGET_SHARE_MAX) / 2
+        return shard.count(public["target"]) + round((n - 1) * len(shard) * mean_share)
 
 
 CANDIDATES = ["A", "B", "C", "D", "E"]
@@ -266,15 +268,17 @@ class AnyMatch(_Level1Spec):
         return min((p for p in payloads.values() if p >= 0), default=-1)
 
 
-#: I-05: each agent's values lie in its own window [a, a + RANGE_WINDOW) of [0, 999]
-RANGE_WINDOW = 300
+#: I-05: each value of agent j lies in [lo, hi] with probability p_j ~ U(IN_RANGE_MIN, IN_RANGE_MAX)
+#: (uniform inside, else uniform over the rest of [0, RANGE_HIGH]); bounded away from 0 and 1,
+#: so that no count (such as 0 or k) is much likelier than its neighbours
+IN_RANGE_MIN, IN_RANGE_MAX = 0.1, 0.9
 RANGE_HIGH = 999
 
 
 @silo_spec
 class RangeCount(_CountSpec):
-    """Each agent's values are uniform in its own window of width 300 at a random offset, so
-    the share of its values inside [lo, hi] (anything from 0 to 1) says little about others'."""
+    """Each agent has its own share of values inside [lo, hi], so one agent's count says
+    little about another's."""
 
     task_id = "I-05"
     title = "Range Count"
@@ -284,10 +288,11 @@ class RangeCount(_CountSpec):
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         lo = rng.randint(100, 400)
         hi = lo + rng.randint(200, 400)
+        outside = [*range(0, lo), *range(hi + 1, RANGE_HIGH + 1)]
         shards = []
         for _ in range(n):
-            start = rng.randint(0, RANGE_HIGH + 1 - RANGE_WINDOW)
-            shards.append([rng.randint(start, start + RANGE_WINDOW - 1) for _ in range(k)])
+            share = rng.uniform(IN_RANGE_MIN, IN_RANGE_MAX)
+            shards.append([rng.randint(lo, hi) if rng.random() < share else rng.choice(outside) for _ in range(k)])
         count = sum(lo <= v <= hi for shard in shards for v in shard)
         return SiloData(shards=shards, expected=_same(n, count), public={"lo": lo, "hi": hi})
 
@@ -298,11 +303,8 @@ class RangeCount(_CountSpec):
         return sum(payloads.values())
 
     def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
-        lo, hi = public["lo"], public["hi"]
-        starts = range(RANGE_HIGH + 2 - RANGE_WINDOW)
-        inside = sum(max(0, min(hi, s + RANGE_WINDOW - 1) - max(lo, s) + 1) for s in starts)
-        share = inside / (len(starts) * RANGE_WINDOW)  # expected in-range share of another agent
-        return self.payload(agent, shard, public) + round((n - 1) * len(shard) * share)
+        mean_share = (IN_RANGE_MIN + IN_RANGE_MAX) / 2  # another agent's expected in-range share
+        return self.payload(agent, shard, public) + round((n - 1) * len(shard) * mean_share)
 
 
 @silo_spec

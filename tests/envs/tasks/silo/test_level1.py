@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES
+from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, floor_cell
 from masgrid.envs.tokens import get_counter
 
 LEVEL1 = [f"I-{i:02d}" for i in range(1, 11)]
@@ -195,3 +195,23 @@ def test_silent_guess_is_no_worse_than_scaling_the_own_shard(tid: str) -> None:
             guess_err.append(abs(guess - truth))
             naive_err.append(abs(naive - truth))
     assert statistics.mean(guess_err) <= statistics.mean(naive_err)
+
+
+#: what near-miss credit may add to the no-communication ceiling in PCS (docs/tasks/silo.md):
+#: 0.15 everywhere, 0.25 for I-04, where at N = 2 the other agent often holds a later match (q = 1/2)
+PCS_MARGIN = {tid: 0.15 for tid in LEVEL1} | {"I-04": 0.25}
+
+
+def silent_pcs_bound(tid: str, n: int) -> float:
+    """I-09's q is the found share of the top values, and a silent agent holds 1/n of them on
+    average; elsewhere the S ceiling is the base."""
+    base = 1 / n if tid == "I-09" else get_task(f"silo/{tid}").spec.ceiling(n)
+    return base + PCS_MARGIN[tid]
+
+
+@pytest.mark.parametrize("tid", LEVEL1)
+def test_silent_pcs_stays_near_the_floor(tid: str) -> None:
+    """Partial credit must not hand silent agents a score: isolated PCS stays under the bound."""
+    for n in FLOOR_SCALES:
+        cell = floor_cell(tid, n, seeds=8)
+        assert cell.pcs <= silent_pcs_bound(tid, n), (n, cell)
