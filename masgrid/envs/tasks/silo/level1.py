@@ -325,7 +325,7 @@ class XorChecksum(_Level1Spec):
         return parse_int(raw)
 
     def near_miss(self, answer: Any, expected: Any, data: SiloData) -> float:
-        return band_credit(bin(answer ^ expected).count("1"), 0, 2) if answer >= 0 else 0.0
+        return band_credit(bin(answer ^ expected).count("1"), 0, 2) if 0 <= answer <= 255 else 0.0
 
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
         return _xor(shard)

@@ -48,8 +48,8 @@ def q_first(a: int, t: int, xs: list[Any], p: dict[str, Any]) -> float:
 
 def q_xor(a: int, t: int, xs: list[Any], p: dict[str, Any]) -> float:
     """XOR: exact = 1; one wrong bit = 1/2."""
-    wrong_bits = sum((a >> b & 1) != (t >> b & 1) for b in range(16))
-    return 1.0 if a == t else (0.5 if wrong_bits == 1 else 0.0)
+    wrong_bits = sum((a >> b & 1) != (t >> b & 1) for b in range(8))
+    return 1.0 if a == t else (0.5 if wrong_bits == 1 and a in range(256) else 0.0)
 
 
 def q_stat(a: float, t: float, xs: list[Any], p: dict[str, Any]) -> float:
@@ -78,7 +78,7 @@ def near_answer(tid: str, t: Any, xs: list[Any], p: dict[str, Any], rng: random.
         matches = [i for i, s in enumerate(xs) if p["pattern"] in s]
         return rng.choice(matches + [-1, rng.randrange(len(xs))])
     if tid == "I-06":
-        return t ^ rng.choice([0, 1 << rng.randrange(8), (1 << rng.randrange(8)) | (1 << rng.randrange(8))])
+        return t ^ rng.choice([0, 1 << rng.randrange(9), (1 << rng.randrange(8)) | (1 << rng.randrange(8))])
     if tid in ("I-07", "I-10"):
         return t + rng.uniform(-0.2, 0.2)
     pool = sorted(xs, reverse=True)[:12]
@@ -150,6 +150,7 @@ def test_xor_two_bits_and_vote_far_behind_earn_nothing() -> None:
     inst = xor.generate(2, 10, None, 0)
     t = inst.expected[0]
     assert xor.score(inst, [t ^ 3, t ^ 128]).partial == [0.0, 0.5]
+    assert xor.score(inst, [t ^ 256, -1]).partial == [0.0, 0.0]  # outside [0, 255]: no bit credit
     top = get_task("silo/I-09")
     inst = top.generate(3, 10, None, 0)
     assert top.score(inst, [[-1, -2, -3, -4, -5]] * 3).metrics["pcs"] == 0.0
