@@ -260,6 +260,13 @@ class AnyMatch(_Level1Spec):
     def ceiling(self, n: int) -> float:
         return self.chance_sr + 1 / n  # only the lowest-numbered holder of a match is right
 
+    def required_peers(self, agent: int, n: int, data: SiloData) -> set[int]:
+        """The parts up to the one holding the first match: they settle the answer (every agent
+        must hear that no lower part has a match); higher parts cannot change it."""
+        k = len(data.shards[0]) if data.shards else 1
+        holder = data.expected[0] // k if data.expected[0] >= 0 else n - 1
+        return set(range(holder + 1)) - {agent}
+
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
         local = next((j for j, s in enumerate(shard) if public["pattern"] in s), None)
         return -1 if local is None else agent * len(shard) + local

@@ -216,3 +216,17 @@ def test_silent_pcs_stays_near_the_floor(tid: str) -> None:
     for n in FLOOR_SCALES:
         cell = floor_cell(tid, n, seeds=8)
         assert cell.pcs <= silent_pcs_bound(tid, n), (n, cell)
+
+
+def test_first_match_needs_only_the_parts_up_to_the_holder() -> None:
+    """I-04: the parts after the first holder cannot change the answer; the ones up to it must be heard."""
+    task = get_task("silo/I-04")
+    for seed in range(20):
+        data = task.silo_data(6, 5, seed)
+        holder = min(j for j, shard in enumerate(data.shards) if any(data.public["pattern"] in s for s in shard))
+        for agent in range(6):
+            assert task.spec.required_peers(agent, 6, data) == set(range(holder + 1)) - {agent}
+        # the holder's classical answer from exactly those peers' payloads is already right
+        peers = task.spec.required_peers(holder, 6, data) | {holder}
+        payloads = {j: task.spec.payload(j, data.shards[j], data.public) for j in peers}
+        assert task.spec.solve(holder, 6, payloads, data.public) == data.expected[0]
