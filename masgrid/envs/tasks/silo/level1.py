@@ -140,6 +140,16 @@ class DistributedVote(SiloSpec):
             totals.update(counts)
         return max(sorted(totals), key=lambda c: totals[c])
 
+    def knows_answer(self, agent: int, known: set[int], data: SiloData) -> bool:
+        """The prompt says one candidate holds more than half of all votes, so the answer is
+        settled once every other candidate is ruled out: its known votes plus every vote not
+        yet seen is at most half (e.g. the winner's known votes already exceed half)."""
+        total = sum(len(shard) for shard in data.shards)
+        seen: Counter[str] = Counter(v for j in known for v in data.shards[j])
+        unseen = total - sum(seen.values())
+        possible = [c for c in CANDIDATES if 2 * (seen[c] + unseen) > total]
+        return len(possible) == 1
+
 
 @silo_spec
 class AnyMatch(SiloSpec):
@@ -172,6 +182,21 @@ class AnyMatch(SiloSpec):
 
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         return any(payloads.values())
+
+    def required_peers(self, agent: int, n: int, data: SiloData) -> set[int]:
+        """A match settles "true": the holder of the (first) matching string is the minimum
+        set (empty for the holder itself); "false" needs every other part."""
+        holders = self._holders(range(n), data)
+        return set(holders[:1]) - {agent} if holders else set(range(n)) - {agent}
+
+    def knows_answer(self, agent: int, known: set[int], data: SiloData) -> bool:
+        """Any known match settles it (whichever holder it came from); otherwise all parts."""
+        return bool(self._holders(known, data)) or len(known) == len(data.shards)
+
+    @staticmethod
+    def _holders(agents: Any, data: SiloData) -> list[int]:
+        pattern = data.public["pattern"]
+        return [j for j in sorted(agents) if any(pattern in s for s in data.shards[j])]
 
 
 @silo_spec
