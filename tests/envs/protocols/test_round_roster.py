@@ -85,6 +85,7 @@ def observed(protocol: str, p: Protocol | None, env: EnvironmentHost | None, sce
                     for j in peers_roles:
                         reached[(role, j)] += 1
                     refused = "offline" in reply
+                    assert deliveries == len(peers_roles)  # D's numerator is the reached receivers
                     seen.append((r, role, verb, deliveries, tuple(peers_roles), refused))
                 elif verb == "receive_messages":
                     seen.append((r, role, verb, received, tuple(peers_roles)))
@@ -206,3 +207,30 @@ def test_masbench_keeps_its_sequential_semantics_and_submission_side_effects() -
     out = _round(kv, 1, {0: "submit_result 3", 1: "read_file Agent-0_submission.txt"})
     assert out[0][0].reply == "recorded 3 | wrote_file=Agent-0_submission.txt"
     assert out[1][0].reply == "content=Agent-0 is offline and submitted 3"
+
+
+def expected_reached(protocol: str, scenario: Scenario, n: int) -> Counter:
+    """Independent of the protocol code, from A.5 as documented: a message sent in round r
+    reaches an active receiver iff the receiver has not submitted by the end of round r."""
+    submitted_in = {role: r for r, step in enumerate(scenario, start=1)
+                    for role, cmds in step.items() if ("submit", None) in cmds}
+    reached: Counter = Counter()
+    for r, step in enumerate(scenario, start=1):
+        for role, cmds in step.items():
+            for verb, arg in cmds:
+                targets = [arg] if verb == "send" else [j for j in range(n) if j != role] if verb == "broadcast" else []
+                for j in targets:
+                    if submitted_in.get(j, len(scenario) + 1) > r:
+                        reached[(role, j)] += 1
+    return reached
+
+
+@pytest.mark.parametrize("protocol", ["p2p", "broadcast"])
+def test_silo_deliveries_match_an_independent_count(protocol: str) -> None:
+    rng = random.Random(f"independent:{protocol}")
+    for case in range(150):
+        n = rng.randint(2, 6)
+        scenario = random_scenario(rng, protocol, n, rounds=4)
+        _, reached = observed(protocol, make_protocol(protocol, n, lambda a, raw: int(raw), SILO), None, scenario,
+                              list(range(n)))
+        assert reached == expected_reached(protocol, scenario, n), case
