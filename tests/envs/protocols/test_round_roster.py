@@ -108,18 +108,25 @@ def both_numberings(protocol: str, options: ProtocolOptions, scenario: Scenario,
             for ids in (list(range(n)), perm)]
 
 
+def cases(seed: str, protocol: str, count: int, lo: int, hi: int, rounds: int):
+    """(case, n, scenario, a random renumbering) for `count` random scenarios of lo..hi agents."""
+    rng = random.Random(seed)
+    for case in range(count):
+        n = rng.randint(lo, hi)
+        scenario = random_scenario(rng, protocol, n, rounds)
+        perm = list(range(n))
+        rng.shuffle(perm)
+        yield case, n, scenario, perm
+
+
 def density(reached: Counter, n: int) -> float:
     return sum(reached.values()) / (n * (n - 1))
 
 
 @pytest.mark.parametrize("protocol", ["p2p", "broadcast", "kv"])
 def test_silo_renumbering_gives_the_same_deliveries_refusals_and_density(protocol: str) -> None:
-    rng = random.Random(f"roster:{protocol}")
-    for case in range(150):
-        n = rng.randint(2, 6)
-        perm = list(range(n))
-        rng.shuffle(perm)
-        base, moved = both_numberings(protocol, SILO, random_scenario(rng, protocol, n, rounds=4), perm)
+    for case, n, scenario, perm in cases(f"roster:{protocol}", protocol, 150, 2, 6, rounds=4):
+        base, moved = both_numberings(protocol, SILO, scenario, perm)
         assert sorted(base[0], key=repr) == sorted(moved[0], key=repr), (case, perm)
         assert base[1] == moved[1] and density(base[1], n) == density(moved[1], n), (case, perm)
 
@@ -127,11 +134,8 @@ def test_silo_renumbering_gives_the_same_deliveries_refusals_and_density(protoco
 @pytest.mark.parametrize("protocol", ["p2p", "broadcast"])
 def test_masbench_order_dependence_is_detected(protocol: str) -> None:
     """Control: the same comparison finds MAS-Bench's sequential semantics order-dependent."""
-    rng = random.Random(f"control:{protocol}")
     differs = 0
-    for _ in range(150):
-        n = rng.randint(3, 6)
-        scenario = random_scenario(rng, protocol, n, rounds=4)
+    for _, n, scenario, _ in cases(f"control:{protocol}", protocol, 150, 3, 6, rounds=4):
         base, moved = both_numberings(protocol, ProtocolOptions(), scenario, list(range(n))[::-1])
         differs += sorted(base[0], key=repr) != sorted(moved[0], key=repr)
     assert differs > 10
@@ -140,12 +144,7 @@ def test_masbench_order_dependence_is_detected(protocol: str) -> None:
 @pytest.mark.parametrize("protocol", ["p2p", "broadcast"])
 def test_silo_environment_renumbered_through_the_real_host(protocol: str) -> None:
     """The environment actor's host settles deliveries before recording (OutcomeRecord.deliveries)."""
-    rng = random.Random(f"host:{protocol}")
-    for case in range(20):
-        n = rng.randint(2, 5)
-        scenario = random_scenario(rng, protocol, n, rounds=3)
-        perm = list(range(n))
-        rng.shuffle(perm)
+    for case, n, scenario, perm in cases(f"host:{protocol}", protocol, 20, 2, 5, rounds=3):
         runs = []
         for numbering in (list(range(n)), perm):
             env = EnvironmentHost(protocol, get_task("silo/I-06").generate(n, 2, None, case))
@@ -227,10 +226,7 @@ def expected_reached(protocol: str, scenario: Scenario, n: int) -> Counter:
 
 @pytest.mark.parametrize("protocol", ["p2p", "broadcast"])
 def test_silo_deliveries_match_an_independent_count(protocol: str) -> None:
-    rng = random.Random(f"independent:{protocol}")
-    for case in range(150):
-        n = rng.randint(2, 6)
-        scenario = random_scenario(rng, protocol, n, rounds=4)
+    for case, n, scenario, _ in cases(f"independent:{protocol}", protocol, 150, 2, 6, rounds=4):
         _, reached = observed(protocol, make_protocol(protocol, n, lambda a, raw: int(raw), SILO), None, scenario,
                               list(range(n)))
         assert reached == expected_reached(protocol, scenario, n), case
