@@ -5,6 +5,11 @@ of agents with the correct answer), in percent; PCS likewise; Token is C (output
 per round); Den. is D. The multi-agent tables use condition `base` only; Table 2 pairs
 each `agents=N` cell with the `oracle-N` baseline runs (agents=1) of the same level and
 model; Table 18 compares the scaffold conditions.
+
+Floors: every SILO run records the no-communication floor of its own instance (`floor_sr`,
+`floor_pcs`: each agent answering from its own shard alone, envs/tasks/silo/isolated.py).
+Tables 1, 3 and 10 show it next to SR and PCS ("SR floor", "PCS floor"), so a reader sees
+how much of a score needed no exchange; NaN where runs predate the floor.
 """
 
 from __future__ import annotations
@@ -49,8 +54,13 @@ def _pct(series: pd.Series) -> float:
     return 100.0 * series.mean() if len(series) else np.nan
 
 
+def _floor(group: pd.DataFrame, column: str) -> float:
+    return _pct(group[column].dropna().astype(float)) if column in group else np.nan
+
+
 def _summary(group: pd.DataFrame) -> dict[str, float]:
-    return {"SR": _pct(group["sr"]), "PCS": _pct(group["pcs"]), "Token": group["tokens_per_round"].mean(),
+    return {"SR": _pct(group["sr"]), "SR floor": _floor(group, "floor_sr"), "PCS": _pct(group["pcs"]),
+            "PCS floor": _floor(group, "floor_pcs"), "Token": group["tokens_per_round"].mean(),
             "Den.": group["density"].mean()}
 
 
@@ -109,22 +119,31 @@ def table2(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
 
 @per_model
 def table3(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
-    """SR (%) by level (rows, plus Avg) and N (columns), averaged over protocols."""
+    """SR (%) by level (rows, plus Avg) and N (columns), averaged over protocols; each level's
+    no-communication floor (SR an isolated agent reaches on the same instances) in a row below it."""
     df = _of_model(runs, model)
     table = df.pivot_table(index="level", columns="agents", values="sr", aggfunc="mean") * 100.0
     table.index = [ROMAN[int(v)] for v in table.index]
     table.loc["Avg"] = df.groupby("agents")["sr"].mean() * 100.0
+    if "floor_sr" in df and len(df):
+        floors = df.assign(floor_sr=df["floor_sr"].astype(float)).pivot_table(
+            index="level", columns="agents", values="floor_sr", aggfunc="mean") * 100.0
+        floors.index = [f"{ROMAN[int(v)]} floor" for v in floors.index]
+        table = pd.concat([table, floors.reindex(columns=table.columns)])
     table.columns = [f"N={int(c)}" for c in table.columns]
     return table
 
 
 @per_model
 def table10(runs: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
-    """SR (%) by task (rows) and protocol (columns), plus the average over protocols."""
+    """SR (%) by task (rows) and protocol (columns), the average over protocols, and the
+    task's no-communication floor on the same instances."""
     df = _of_model(runs, model)
     table = df.pivot_table(index="task", columns="protocol", values="sr", aggfunc="mean") * 100.0
     table = table.rename(columns=PROTOCOL_NAMES)
     table["Avg"] = table.mean(axis=1)
+    if "floor_sr" in df and len(df):
+        table["SR floor"] = df.groupby("task")["floor_sr"].apply(lambda s: _pct(s.dropna().astype(float)))
     return table
 
 

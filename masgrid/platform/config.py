@@ -122,6 +122,9 @@ class RunConfig(BaseModel):
             if getattr(self, key, None) is None:
                 raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        if self.condition in task.scripted_only_conditions and self.backend != "scripted":
+            raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
+                             f"model=scripted, not backend={self.backend}")
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         if self.backend == "serve":

@@ -74,6 +74,11 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
     "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
     "density": (pa.float64(), "SILO communication density D, messages delivered (SFS: reads of others' files) / N(N-1) (eq. 5)"),
+    "floor_sr": (pa.float64(), "SILO no-communication floor of this instance: S when every agent answers from "
+                 "its own shard alone (envs/tasks/silo/isolated.py)"),
+    "floor_pcs": (pa.float64(), "SILO no-communication floor of this instance: P of the isolated answers"),
+    "floor_success": (pa.bool_(), "SILO no-communication floor of this instance: whether the isolated answers "
+                      "give S = 1"),
     "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
     "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
     # AgentsNet (issue 6): graph, budget and soft score of the instance

@@ -45,6 +45,17 @@ class Completion(BaseModel):
     retry_of: Completion | None = None
 
 
+class TokenPrice(BaseModel):
+    """A model's list price, for the cost estimate of `masgrid report` (MAS-Bench Table 4).
+    Optional and never part of a run's identity: it is recorded in `config_json` only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_usd_per_mtok: float = Field(ge=0, description="US dollars per million prompt tokens")
+    output_usd_per_mtok: float = Field(ge=0, description="US dollars per million completion tokens")
+    source: str | None = Field(None, description="where the price was read, and when")
+
+
 class BackendSettings(BaseModel):
     """How agents reach a model; the `model` config group fills these."""
 
@@ -74,6 +85,8 @@ class BackendSettings(BaseModel):
     extra_body: dict = Field(default_factory=dict, description="extra request fields (vLLM sampling knobs)")
     deployment: str | None = Field(None, description="Ray Serve app/deployment for backend=serve")
     serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")
+    price: TokenPrice | None = Field(None, description="list price per million tokens, for cost estimates only; "
+                                                       "unset: reports say the cost is unknown")
 
     @property
     def request_model(self) -> str:

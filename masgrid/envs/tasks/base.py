@@ -72,6 +72,9 @@ class Task(ABC):
     #: None in its runs' identity, so runs differing only there are one run, and a sweep over
     #: them is refused rather than run as pseudo-replicates.
     ignored_keys: ClassVar[tuple[str, ...]] = ()
+    #: conditions that are classical baselines, not prompts: only scripted agents run them
+    #: (e.g. SILO's `isolated` floor); the config refuses them with a model backend.
+    scripted_only_conditions: ClassVar[tuple[str, ...]] = ()
 
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The family's option block (e.g. `agentsnet:`) as it enters the run identity:

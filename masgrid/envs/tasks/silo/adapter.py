@@ -13,6 +13,10 @@ Choices the paper leaves open (also in docs/tasks/silo.md):
   `scratchpad`), and `oracle-<N>` (agents=1): the N=1 baseline of section 4.1, one agent
   holding the whole input of the N-agent instance with the same seed, answering without
   communication. For Level II its answer is the list of all N segment answers.
+- `isolated` (scripted agents only): the no-communication floor, every agent submitting
+  at once what its own shard alone implies (envs/tasks/silo/isolated.py). Every other
+  multi-agent run records the same floor on its own instance (`floor_sr`, `floor_pcs`,
+  `floor_success`), so a table shows how much of a score needed no exchange.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.protocols.base import ProtocolOptions
 from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.envs.tasks.silo import prompts
+from masgrid.envs.tasks.silo.isolated import isolated_score
 from masgrid.envs.tasks.silo.spec import SiloData, SiloSpec
 
 ORACLE = re.compile(r"^oracle-(\d+)$")
 ORACLE_SCALES = (2, 5, 10, 20, 50, 100)
 ORACLE_EXPECTED = "_oracle_expected"
+ISOLATED = "isolated"
 
 
 def oracle_scale(condition: str | None) -> int | None:
@@ -43,7 +49,8 @@ class SiloTask(Task):
     family = "silo"
     protocols = ("broadcast", "p2p", "kv")
     modes = None
-    conditions = prompts.SCAFFOLDS + tuple(f"oracle-{n}" for n in ORACLE_SCALES)
+    conditions = prompts.SCAFFOLDS + (ISOLATED,) + tuple(f"oracle-{n}" for n in ORACLE_SCALES)
+    scripted_only_conditions = (ISOLATED,)
     generation_keys = ("condition",)
     ignored_keys = ("mode", "graph")
     spec_cls: ClassVar[type[SiloSpec]]
@@ -56,9 +63,9 @@ class SiloTask(Task):
         if self.protocols and protocol not in self.protocols:
             raise ValueError(f"protocol: task {self.name} supports {list(self.protocols)}, not {protocol!r}")
         scale = oracle_scale(condition)
-        if scale is None and condition not in prompts.SCAFFOLDS:
-            raise ValueError(f"condition: task {self.name} supports {list(prompts.SCAFFOLDS)} or oracle-<N>, "
-                             f"not {condition!r}")
+        if scale is None and condition not in prompts.SCAFFOLDS + (ISOLATED,):
+            raise ValueError(f"condition: task {self.name} supports {list(prompts.SCAFFOLDS + (ISOLATED,))} or "
+                             f"oracle-<N>, not {condition!r}")
         if scale is not None and (agents != 1 or scale < 1):
             raise ValueError(f"agents: condition {condition} is the single-agent baseline; set agents=1")
         if scale is None and agents < 2:
@@ -168,14 +175,24 @@ class SiloTask(Task):
             "pcs": sum(score.partial) / len(score.partial),
             "tokens_per_round": usage.get("tokens_out", 0) / rounds if rounds else None,
             "density": transferred / (n * (n - 1)) if n > 1 else None,
+            **self.floor_metrics(instance),
         }
+
+    def floor_metrics(self, instance: Instance) -> dict[str, Any]:
+        """The isolated baseline on this very instance (None for the single-agent oracle)."""
+        if self.is_oracle(instance):
+            return {"floor_sr": None, "floor_pcs": None, "floor_success": None}
+        floor = isolated_score(self.spec, self.data_of(instance))
+        return {"floor_sr": floor.metrics["sr"], "floor_pcs": floor.metrics["pcs"], "floor_success": floor.success}
 
     # -- classical baseline -------------------------------------------------------------------------
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
-        from masgrid.envs.tasks.silo.policy import OraclePolicy, SiloPolicy
+        from masgrid.envs.tasks.silo.policy import IsolatedPolicy, OraclePolicy, SiloPolicy
 
         if view.params.get("oracle"):
             return OraclePolicy(view, protocol, seed, self.spec)
+        if view.params.get("condition") == ISOLATED:
+            return IsolatedPolicy(view, protocol, seed, self.spec)
         return SiloPolicy(view, protocol, seed, self.spec)
 
 

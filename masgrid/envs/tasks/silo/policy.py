@@ -3,7 +3,8 @@
 `SiloPolicy`: share the spec's payload with every agent (AllGather over P2P, BP or SFS),
 then submit `spec.solve` of all payloads. Under condition `planning` the first round is
 spent on a `wait` (the planning round carries no data). `OraclePolicy`: the N=1 baseline,
-which holds every segment and submits at once.
+which holds every segment and submits at once. `IsolatedPolicy`: the no-communication
+floor (condition `isolated`), which submits at once what its own shard alone implies.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from masgrid.envs.policies import GatherThenSubmit, ScriptedPolicy, reply
 from masgrid.envs.tasks.base import AgentView
-from masgrid.envs.tasks.silo.spec import SiloSpec
+from masgrid.envs.tasks.silo.isolated import isolated_answer_text
+from masgrid.envs.tasks.silo.spec import SiloData, SiloSpec
 
 
 class SiloPolicy(GatherThenSubmit):
@@ -53,3 +55,19 @@ class OraclePolicy(ScriptedPolicy):
         else:
             text = self.spec.format_answer(self.spec.solve(0, n, payloads, public))
         return reply(f"submit_result {text}", thought="I hold every segment; computing the answer directly.")
+
+
+class IsolatedPolicy(ScriptedPolicy):
+    def __init__(self, view: AgentView, protocol: str, seed: int, spec: SiloSpec) -> None:
+        super().__init__(view, protocol, seed)
+        self.spec = spec
+
+    def act(self, observations: list[str]) -> str:
+        n = self.view.n_agents
+        shards: list[Any] = [None] * n
+        shards[self.view.agent] = self.view.local_input  # nothing else is known to this agent
+        data = SiloData(shards=shards, expected=[None] * n, public=self.view.params.get("public", {}))
+        text = isolated_answer_text(self.spec, self.view.agent, n, data)
+        if text is None:
+            return reply("wait", thought="My own data alone does not determine an answer.")
+        return reply(f"submit_result {text}", thought="Answering from my own data alone, without communicating.")

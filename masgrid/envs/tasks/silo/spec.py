@@ -49,6 +49,11 @@ class SiloSpec(ABC):
     default_k: ClassVar[int] = 8
     #: absolute tolerance for numeric answers (Level I "within tolerance"); 0 = exact.
     tolerance: ClassVar[float] = 0.0
+    #: the no-communication ceiling this task promises: the largest mean S (fraction of
+    #: agents correct) that an agent answering from its own shard alone may reach, i.e. the
+    #: chance level the answer space implies plus a stated margin (docs/tasks/silo-isolated.md).
+    #: None = not calibrated yet; tests/envs/tasks/silo/test_isolated_floor.py checks it.
+    chance_sr: ClassVar[float | None] = None
 
     @abstractmethod
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
@@ -89,6 +94,23 @@ class SiloSpec(ABC):
     @abstractmethod
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         """Agent `agent`'s answer computed from every agent's payload."""
+
+    def ceiling(self, n: int) -> float | None:
+        """The no-communication ceiling at N = n (default `chance_sr` at every n). A spec
+        where one agent necessarily holds the answer (e.g. the holder of the global maximum)
+        may return max(chance_sr, 1/n), saying so in its task page."""
+        return self.chance_sr
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """What an agent can answer from its own shard alone, with no communication at all.
+
+        This is the no-communication floor of section 3.1's principle that no single agent
+        holds enough information: whatever a silent agent scores is not coordination. The
+        default treats the shard as the whole input (the classical solution with this
+        agent's payload as the only one); a spec overrides it where a silent agent has an
+        obviously better guess (e.g. scaling a local count by n), so the floor is honest.
+        """
+        return self.solve(0, 1, {0: self.payload(agent, shard, public)}, public)
 
     # -- failure analysis ------------------------------------------------------------------
     def required_peers(self, agent: int, n: int, data: SiloData) -> set[int]:
