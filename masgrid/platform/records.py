@@ -149,7 +149,7 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies"),
     "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
     "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
-    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver)"),
+    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; SILO: a receiver still active at the round boundary)"),
     "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
     "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),

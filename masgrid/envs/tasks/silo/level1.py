@@ -217,6 +217,17 @@ class DistributedVote(_Level1Spec):
             totals.update(counts)
         return max(sorted(totals), key=lambda c: totals[c])
 
+    def knows_answer(self, agent: int, known: set[int], data: SiloData) -> bool:
+        """The plurality is settled once no rival can overtake the leader among the known votes
+        even if every unseen vote went to it: the leader's known votes are at least each
+        rival's known votes plus all unseen votes (a tie is no instance: the winner is unique
+        by construction). Section 5.2: such an early answer is not premature."""
+        total = sum(len(shard) for shard in data.shards)
+        seen: Counter[str] = Counter(v for j in known for v in data.shards[j])
+        unseen = total - sum(seen.values())
+        leader = max(sorted(CANDIDATES), key=lambda c: seen[c])
+        return all(seen[leader] >= seen[c] + unseen for c in CANDIDATES if c != leader)
+
 
 @silo_spec
 class AnyMatch(_Level1Spec):
