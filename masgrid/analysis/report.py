@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import figures, stats, tables
+from masgrid.analysis import figures, phases, rerun, stats, tables
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -44,6 +44,9 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "welch_protocols_tokens_n1": ("Welch's t-tests, total tokens per run at N=1: between protocols (G.2)",
                                   _welch("tokens_total", "protocol", (), None, n1=True)),
 }
+#: tables of the two-phase conditions only (written when the results hold such runs)
+PHASES_TITLE = "Two-phase conditions: R, TE, CR% and tokens per run in phase 1, phase 2 and the whole run"
+RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and camoc): answers fixed, broken, kept"
 
 
 def overview(runs: pd.DataFrame) -> pd.DataFrame:
@@ -73,15 +76,33 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
+    index.append(_accounting_note(runs, task) + "\n")
     for name, (title, build) in TABLES.items():
         written += write_table(build(runs, task), out, name, title, note)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    two_phase = {"phases": (PHASES_TITLE, phases.phase_table(tables.for_task(runs, task, "run"))),
+                 "rerun_changes": (RERUN_TITLE, rerun.rerun_changes(tables.for_task(runs, task), loaded.agents))}
+    for name, (title, table) in two_phase.items():
+        if not table.empty:
+            written += write_table(table, out, name, title, note)
+            index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
         written.append(figures.figure2(runs, out / "figure2.png", task, note))
         index.append("- Figure 2: SR, R, TE and CR against N per model: ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
+
+
+def _accounting_note(runs: pd.DataFrame, task: str | None) -> str:
+    """Which phase two-phase rows report, and how many runs lack per-phase values."""
+    text = ("Two-phase conditions (abl_message, camoc) report R, TE, CR and tokens of the scored phase (phase 2), "
+            "as the paper's Table 1; `phases` shows phase 1, phase 2 and the whole run side by side.")
+    lacking = phases.missing_phase_columns(tables.for_task(runs, task, "run"))
+    if lacking:
+        text += (f" {lacking} two-phase runs were recorded without per-phase values: their R, TE, CR and tokens "
+                 "are left out (blank) rather than summed over both phases.")
+    return text
 
 
 def _counts(runs: pd.DataFrame) -> str:
