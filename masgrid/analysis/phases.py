@@ -4,21 +4,23 @@ A two-phase condition (`abl_message`, `camoc`) runs the task twice; each run rec
 metrics for phase 1, phase 2 and the whole run (docs/results.md: `<metric>_phase1`,
 `<metric>_phase2`; the unsuffixed token and round columns add both phases up).
 
-The paper's Table 1 reports the scored phase, so that is the tables' default (`final`):
+The paper's Table 1 reads as one phase's accounting, so the tables' default (`final`) is the
+phase whose submissions are scored:
 SR is taken on the final submissions (Algorithm 3: phase 2's when twoPhase), the round
 counter restarts at phase 2 (Algorithm 3, line 16), and Table 1's numbers are on one
 phase's scale: Abl. message has R and TE close to Base's, CAMOC close to Abl. submit's,
 where summing both phases would double R and halve TE; Table 6 finds CAMOC within +-6% of
-Base/ablation tokens, not the +50% or more a whole-run sum would give.
+Base/ablation tokens, not the about +50% a whole-run sum would give.
 docs/tasks/masbench.md ("Per-phase metrics") gives the full argument.
 
 Accountings (`by_phase`):
 - `final`: the phase whose submissions are scored: phase 2 of a two-phase run, else the run;
 - `run`: the whole run (both phases summed; SR of the final submissions);
 - `phase1`, `phase2`: one phase (one-phase runs have no phase 2: NaN).
-A two-phase run recorded before the per-phase columns existed has no per-phase values: under
-`final`, `phase1` and `phase2` its metrics are NaN, so it drops out of means instead of
-entering with both phases summed (`missing_phase_columns` counts such runs).
+A two-phase run recorded before the per-phase columns existed has no per-phase tokens (only
+`rounds_phase1`/`rounds_phase2`): under `final`, `phase1` and `phase2` its TE, CR and token
+counts are NaN, so it drops out of those means instead of entering with both phases summed
+(`missing_phase_columns` counts such runs).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def phase_table(runs: pd.DataFrame) -> pd.DataFrame:
                                                    tokens=("tokens_total", "mean"))
         parts[label] = agg.assign(cr=agg["cr"] * 100).rename(columns={"cr": "CR%"})
     table = pd.concat(parts, axis=1)
-    table[("", "runs")] = runs.groupby(keys, dropna=False)["run_id"].count()
+    table[("all phases", "runs")] = runs.groupby(keys, dropna=False)["run_id"].count()
     return table
 
 

@@ -76,15 +76,17 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
-    index.append(_accounting_note(runs, task) + "\n")
+    accounting = _accounting_note(runs, task)
+    index.append(accounting + "\n")
+    table_note = f"{note}\n\n{accounting}"
     for name, (title, build) in TABLES.items():
-        written += write_table(build(runs, task), out, name, title, note)
+        written += write_table(build(runs, task), out, name, title, table_note)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     two_phase = {"phases": (PHASES_TITLE, phases.phase_table(tables.for_task(runs, task, "run"))),
                  "rerun_changes": (RERUN_TITLE, rerun.rerun_changes(tables.for_task(runs, task), loaded.agents))}
     for name, (title, table) in two_phase.items():
         if not table.empty:
-            written += write_table(table, out, name, title, note)
+            written += write_table(table, out, name, title, table_note)
             index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
         written.append(figures.figure2(runs, out / "figure2.png", task, note))
@@ -97,11 +99,14 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
 def _accounting_note(runs: pd.DataFrame, task: str | None) -> str:
     """Which phase two-phase rows report, and how many runs lack per-phase values."""
     text = ("Two-phase conditions (abl_message, camoc) report R, TE, CR and tokens of the scored phase (phase 2), "
-            "as the paper's Table 1; `phases` shows phase 1, phase 2 and the whole run side by side.")
-    lacking = phases.missing_phase_columns(tables.for_task(runs, task, "run"))
+            "one phase's accounting as in the paper's Table 1 (docs/tasks/masbench.md).")
+    used = tables.for_task(runs, task, "run")
+    if phases.two_phase(used).any():
+        text += " `phases` shows phase 1, phase 2 and the whole run side by side."
+    lacking = phases.missing_phase_columns(used)
     if lacking:
-        text += (f" {lacking} two-phase runs were recorded without per-phase values: their R, TE, CR and tokens "
-                 "are left out (blank) rather than summed over both phases.")
+        text += (f" {lacking} two-phase runs were recorded without per-phase token counts: their TE, CR and "
+                 "tokens are left out of the tables rather than summed over both phases.")
     return text
 
 

@@ -48,6 +48,7 @@ def rerun_changes(runs: pd.DataFrame, agents: pd.DataFrame) -> pd.DataFrame:
     if runs.empty or agents.empty:
         return pd.DataFrame()
     mine = agents[agents["run_id"].isin(runs["run_id"])]
+    mine = mine.drop(columns=[k for k in KEYS if k in mine.columns])  # the runs table's keys are the ones used
     changes = answer_changes(mine).merge(runs[["run_id", *KEYS]], on="run_id", how="inner")
     counts = pd.crosstab([changes[k] for k in KEYS], changes["change"]).reindex(columns=list(OUTCOMES), fill_value=0)
     counts.columns.name = None

@@ -8,6 +8,7 @@ from the plan and from the requests the server saw, never from masgrid's own num
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from dataclasses import dataclass, field
@@ -69,6 +70,18 @@ class Plan:
         t = self.turns[agent, phase]
         return self.max_rounds if t.answer == "none" else min(t.waits + 1, self.max_rounds)
 
+    def tokens(self, phase: int | None) -> int:
+        """Tokens the server reported for one phase (None: the run): its word counts."""
+        return sum(s.prompt_words + s.reply_words for s in self.served if phase in (None, s.phase))
+
+    def rounds(self, phase: int | None) -> int:
+        """R (eq. 5) of one phase, or of the whole run (an agent's calls over both phases)."""
+        phases = range(1, self.phases + 1) if phase is None else [phase]
+        return max(sum(self.calls(i, p) for p in phases) for i in range(self.n))
+
+    def sr(self, phase: int) -> float:
+        return sum(self.correct(i, phase) for i in range(self.n)) / self.n
+
     def talk(self, agent: int) -> str:
         peer = (agent + 1) % self.n
         return {"broadcast": f"broadcast_message Agent-{agent} says hello",
@@ -114,3 +127,17 @@ def random_plan(rng: random.Random, protocol: str, condition: str, seed: int) ->
             answer = rng.choices(ANSWERS, weights=(5, 2, 2, 1))[0]
             plan.turns[agent, phase] = Turn(waits=rng.randint(0, plan.max_rounds - 1), answer=answer)
     return plan
+
+
+def run_grid(root: Path, conditions: tuple[str, ...], protocols: tuple[str, ...], repeats: int,
+             seed: int) -> dict[str, Plan]:
+    """`repeats` random plans per (condition, protocol), run into `root`: run_id -> plan."""
+    rng = random.Random(seed)
+    plans: dict[str, Plan] = {}
+    for i, (condition, protocol, _) in enumerate(itertools.product(conditions, protocols, range(repeats))):
+        plan = random_plan(rng, protocol, condition, seed=i)
+        summary = plan.run(root)
+        if summary.status != "ok":
+            raise AssertionError(f"run {summary.run_id} ({condition}, {protocol}): {summary.error}")
+        plans[summary.run_id] = plan
+    return plans
