@@ -18,8 +18,9 @@ import pytest
 
 from masgrid.envs.tasks.base import Score
 from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
+from masgrid.platform.launch import run_local, run_one
 from masgrid.platform.phase_metrics import PhaseUsage, phase_columns
+from tests.support.chat_server import ChatServer
 from tests.support.two_phase import Plan, Turn, random_plan
 
 CONDITIONS = ("base", "abl_message", "abl_submit", "camoc")
@@ -144,3 +145,22 @@ def test_phase_columns_refuse_mismatched_inputs_and_null_a_missing_phase():
         phase_columns([usage, usage], [score], [[None, None]])
     with pytest.raises(ValueError, match="at most 2 phases"):
         phase_columns([usage] * 3, [score] * 3, [[None, None]] * 3)
+
+
+def test_on_ray_actors_the_phase_columns_match_the_plan(tmp_path, ray_session):
+    """The same accounting when driver, environment and agent hosts are Ray actors."""
+    plan = Plan(protocol="p2p", condition="camoc", n=3, k=2, seed=8, turns={
+        (0, 1): Turn(1, "right"), (1, 1): Turn(0, "wrong_a"), (2, 1): Turn(3, "right"),
+        (0, 2): Turn(0, "right"), (1, 2): Turn(2, "right"), (2, 2): Turn(0, "wrong_b")})
+    with ChatServer(plan.reply, models=("scripted-loopback",)) as server:
+        cfg = plan.config(tmp_path, server.base_url)
+        cfg = RunConfig.from_mapping({**cfg.model_dump(), "execution": {**cfg.execution.model_dump(), "executor": "ray"}})
+        assert cfg.execution.executor == "ray"
+        summary = run_one(cfg)
+    assert summary.status == "ok", summary.error
+    run = pd.read_parquet(tmp_path / "runs").iloc[0]
+    _check_phase_columns(run, pd.read_parquet(tmp_path / "events"), 2)
+    assert (run["rounds_phase1"], run["rounds_phase2"], run["rounds"]) == (4, 3, 5)
+    assert (run["sr_phase1"], run["sr_phase2"]) == pytest.approx((2 / 3, 2 / 3))
+    for p in (1, 2):
+        assert run[f"tokens_total_phase{p}"] == plan.tokens(p)
