@@ -20,7 +20,8 @@ Accountings (`by_phase`):
 A two-phase run recorded before the per-phase columns existed has no per-phase tokens (only
 `rounds_phase1`/`rounds_phase2`): under `final`, `phase1` and `phase2` its TE, CR and token
 counts are NaN, so it drops out of those means instead of entering with both phases summed
-(`missing_phase_columns` counts such runs).
+(`missing_phase_columns` counts such runs); its SR and success, scored on the final
+submissions, are known and kept.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ DEFAULT = "final"
 #: metrics recorded for phase 1, phase 2 and the whole run
 PHASED = ("success", "sr", "check", "submitted", "rounds", "te", "cr", "tokens_in", "tokens_out", "tokens_total",
           "tokens_comm")
+#: scores of the final submissions: the unsuffixed column is already the last phase's value
+SCORED = ("success", "sr", "check", "submitted")
 
 
 def two_phase(runs: pd.DataFrame) -> pd.Series:
@@ -66,6 +69,8 @@ def by_phase(runs: pd.DataFrame, accounting: str = DEFAULT) -> pd.DataFrame:
             continue
         whole = runs[name]
         p1, p2 = _column(runs, f"{name}_phase1"), _column(runs, f"{name}_phase2")
+        if name in SCORED:  # the final submissions' score is known for every run, old records included
+            p2 = whole.where(second, p2)
         if accounting == "phase2":
             value = p2
         else:

@@ -103,6 +103,9 @@ def test_two_phase_runs_without_phase_columns_are_blank_not_summed(grid):
             assert view.loc[run_id, "rounds"] == plan.rounds(2)
             for name in ("te", "cr", "tokens_total", "tokens_comm"):
                 assert pd.isna(view.loc[run_id, name]), name
+        # the score of the final submissions is known for every run
+        assert view.loc[run_id, "sr"] == pytest.approx(plan.sr(plan.phases))
+        assert bool(view.loc[run_id, "success"]) == (plan.sr(plan.phases) == 1)
 
 
 def test_unknown_accounting_is_refused(grid):
