@@ -52,6 +52,10 @@ class RunSummary(BaseModel):
     rounds: int | None = None
     te: float | None = None
     cr: float | None = None
+    #: the scored phase of a two-phase run (null otherwise): R, TE, CR as the paper's Table 1 reports them
+    rounds_phase2: int | None = None
+    te_phase2: float | None = None
+    cr_phase2: float | None = None
     model_calls: int | None = None
     model_errors: int | None = None
     wall_s: float = 0.0
@@ -289,7 +293,9 @@ class RunDriver:
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
         return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
                           sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
-                          cr=run_row.get("cr"), model_calls=run_row.get("model_calls"),
+                          cr=run_row.get("cr"), rounds_phase2=run_row.get("rounds_phase2"),
+                          te_phase2=run_row.get("te_phase2"), cr_phase2=run_row.get("cr_phase2"),
+                          model_calls=run_row.get("model_calls"),
                           model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir)
 
     # -- components ------------------------------------------------------------------------
