@@ -8,8 +8,9 @@ The paper's Table 1 reads as one phase's accounting, so the tables' default (`fi
 phase whose submissions are scored:
 SR is taken on the final submissions (Algorithm 3: phase 2's when twoPhase), the round
 counter restarts at phase 2 (Algorithm 3, line 16), and Table 1's numbers are on one
-phase's scale: Abl. message has R and TE close to Base's, CAMOC close to Abl. submit's,
-where summing both phases would double R and halve TE; Table 6 finds CAMOC within +-6% of
+phase's scale: CAMOC's R and TE stay within 0.69-1.27 times Abl. submit's (the one-phase
+condition with the same prompts) in every cell, where summing both phases would double R
+and halve TE; Table 6 finds CAMOC within +-6% of
 Base/ablation tokens, not the about +50% a whole-run sum would give.
 docs/tasks/masbench.md ("Per-phase metrics") gives the full argument.
 
