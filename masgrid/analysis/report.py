@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, stats, tables
+from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -57,6 +57,9 @@ COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a m
              "50/50 estimate and its [all-input, all-output] range.")
 FAILURE_NOTE = ("Failed sorting runs labelled by the rules of docs/analysis.md (\"Failure modes\"); labels are not "
                 "exclusive, percentages are of failed runs; convention misalignment is a keyword estimate.")
+#: tables of the two-phase conditions only (written when the results hold such runs)
+PHASES_TITLE = "Two-phase conditions: R, TE, CR% and tokens per run in phase 1, phase 2 and the whole run"
+RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and camoc): answers fixed, broken, kept"
 
 
 def overview(runs: pd.DataFrame) -> pd.DataFrame:
@@ -88,13 +91,16 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
+    accounting = _accounting_note(runs, task)
+    index.append(accounting + "\n")
+    table_note = f"{note}\n\n{accounting}"
     for name, (title, build) in TABLES.items():
         if name in PER_CONDITION:
             frame, title = build(runs, task, condition), f"{title}, condition {condition}"  # type: ignore[call-arg]
         else:
             frame = build(runs, task)
         extra = f" {COST_NOTE}" if name.startswith("table4") else ""
-        written += write_table(frame, out, name, title, note + extra)
+        written += write_table(frame, out, name, title, table_note + extra)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     try:
         labels, failure_note = masbench_failures.label_runs(runs, loaded.agents, loaded.events), FAILURE_NOTE
@@ -106,6 +112,12 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             ("failure_labels", labels, "Failure-mode labels of every usable sorting run")):
         written += write_table(frame, out, name, title, f"{note} {failure_note}")
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    two_phase = {"phases": (PHASES_TITLE, phases.phase_table(tables.for_task(runs, task, accounting="run"))),
+                 "rerun_changes": (RERUN_TITLE, rerun.rerun_changes(tables.for_task(runs, task), loaded.agents))}
+    for name, (title, table) in two_phase.items():
+        if not table.empty:
+            written += write_table(table, out, name, title, table_note)
+            index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
         written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
         index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}: "
@@ -113,6 +125,20 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
+
+
+def _accounting_note(runs: pd.DataFrame, task: str | None) -> str:
+    """Which phase two-phase rows report, and how many runs lack per-phase values."""
+    text = ("Two-phase conditions (abl_message, camoc) report R, TE, CR and tokens of the scored phase (phase 2), "
+            "one phase's accounting as in the paper's Table 1 (docs/tasks/masbench.md).")
+    used = tables.for_task(runs, task, accounting="run")
+    if phases.two_phase(used).any():
+        text += " `phases` shows phase 1, phase 2 and the whole run side by side."
+    lacking = phases.missing_phase_columns(used)
+    if lacking:
+        text += (f" {lacking} two-phase runs were recorded without per-phase token counts: their TE, CR and "
+                 "tokens are left out of the tables rather than summed over both phases.")
+    return text
 
 
 def _counts(runs: pd.DataFrame) -> str:

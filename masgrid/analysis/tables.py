@@ -14,6 +14,9 @@ Conventions, where the paper leaves room (docs/analysis.md repeats them):
   SR and cost, so a mean over conditions would describe no protocol anyone ran.
 - Where the paper's table means whole-instance success (Tables 9-11: "success rate" of a
   task or condition), `success%` (share of instances with SR = 1) stands next to SR%.
+- Two-phase conditions (abl_message, camoc): R, TE, CR and tokens are those of the scored
+  phase (phase 2), as in the paper's Table 1; `accounting="run"` sums both phases,
+  "phase1"/"phase2" pick one (analysis/phases.py says why).
 - Table 6 reports mean total tokens per run (Base and both ablations pooled vs CAMOC);
   Table 7 divides all tokens spent by the number of successful instances.
 """
@@ -25,6 +28,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.phases import DEFAULT, by_phase
 from masgrid.analysis.validity import usable
 
 PROTOCOLS = ("broadcast", "p2p", "kv")
@@ -55,12 +59,15 @@ def _ordered_pairs(index: pd.Index, preferred: Sequence[object]) -> pd.MultiInde
     return pd.MultiIndex.from_tuples(rows, names=index.names)
 
 
-def for_task(runs: pd.DataFrame, task: str | None, condition: str | None = None) -> pd.DataFrame:
-    """Ok runs of one task (None: all tasks) and, when given, one condition. Tables 1-8
-    describe sorting unless told otherwise."""
+def for_task(runs: pd.DataFrame, task: str | None, condition: str | None = None,
+             accounting: str = DEFAULT) -> pd.DataFrame:
+    """Ok runs of one task (None: all tasks) and, when given, one condition, with metrics
+    under `accounting` (default: the scored phase, analysis/phases.py). Tables 1-8 describe
+    sorting unless told otherwise."""
     ok = completed(runs)
     ok = ok if task is None or ok.empty else ok[ok["task"] == task]
-    return ok if condition is None or ok.empty else ok[ok["condition"] == condition]
+    ok = ok if condition is None or ok.empty else ok[ok["condition"] == condition]
+    return by_phase(ok, accounting)
 
 
 def with_success(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -81,9 +88,10 @@ def _metric_frame(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return agg
 
 
-def table1(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 1: rows (model, condition), columns (protocol, SR% | R | TE | CR%)."""
-    runs = for_task(runs, task)
+def table1(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = DEFAULT) -> pd.DataFrame:
+    """Table 1: rows (model, condition), columns (protocol, SR% | R | TE | CR%); two-phase rows
+    under `accounting` (default: the scored phase, as the paper)."""
+    runs = for_task(runs, task, accounting=accounting)
     agg = _metric_frame(runs, ["model", "condition", "protocol"])
     wide = agg[[m for m, _, _ in METRICS]].unstack("protocol")
     wide = wide.swaplevel(0, 1, axis=1)

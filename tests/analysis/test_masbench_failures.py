@@ -100,12 +100,13 @@ def test_premature_submission_before_hearing_from_everyone():
 
 
 def test_not_premature_when_information_arrived_transitively():
-    # agent 1 hears 2 in round 2; agent 0 hears only 1 in round 3, but 1 had 2's data by then
+    # agent 1 hears 2 in round 2 and forwards in round 3 (a reply is written before its own
+    # commands' results are seen); agent 0 hears only 1, in round 4, but 1 had 2's data by then
     log = (Log().cmd(1, 2, "send_message", "send_message 1 my list [50, 60]", peers=[1])
            .cmd(2, 1, "receive_messages", peers=[2])
-           .cmd(2, 1, "send_message", "send_message 0 lists [30, 40] [50, 60]", peers=[0])
-           .cmd(3, 0, "receive_messages", peers=[1])
-           .submit(4, 0, [10, 30]).submit(4, 1, [30, 40]).submit(4, 2, [50, 60]))
+           .cmd(3, 1, "send_message", "send_message 0 lists [30, 40] [50, 60]", peers=[0])
+           .cmd(4, 0, "receive_messages", peers=[1])
+           .submit(5, 0, [10, 30]).submit(5, 1, [30, 40]).submit(5, 2, [50, 60]))
     labels = labels_of([[10, 30], [30, 40], [50, 60]], log, protocol="p2p")
     assert not labels["premature_submission"] and labels["value_hallucination"]  # informed and skipped 20
 
