@@ -27,7 +27,9 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("top_p", pa.float64()),
     ("max_tokens", pa.int64()),
     ("sampling_seed", pa.int64()),
-    ("token_counter", pa.string()),  # how tokens without server usage were counted
+    ("token_counter", pa.string()),  # how tokens without server usage were counted: approx or hf:<file>
+    ("token_counter_source", pa.string()),  # requested | model preset | fallback: <why approx>
+    ("tokenizer_sha256", pa.string()),  # sha256 of the tokenizer file counted with; null for approx
     ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
     ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
