@@ -92,14 +92,6 @@ def prompt(task_name: str, n: int, k: int, protocol: str, condition: str, agent:
     return task.build_prompt(task.view(inst, agent, phase=phase, previous=previous), protocol, condition)
 
 
-def command_reference(protocol: str) -> list[str]:
-    """The command reference text, as written in the files (placeholders cut out)."""
-    parts = []
-    for name in ("commands_common.txt", f"commands_{protocol}.txt"):
-        parts.extend(re.split(r"\$\w+", (PROMPTS / name).read_text().strip()))
-    return [p for p in parts if p.strip()]
-
-
 def example_section(text: str) -> str:
     return text[text.index("Example of a reply"):text.index("How to behave:")]
 
@@ -220,10 +212,11 @@ SOLO_FORBIDDEN = re.compile(
 def test_one_agent_prompt_names_no_other_agent_and_allows_its_sorted_list(task_name, protocol, condition, phase):
     k = 5
     text = prompt(task_name, 1, k, protocol, condition, phase=phase)
-    rest = text
-    for piece in command_reference(protocol):  # the tool descriptions are the same at every N (documented)
-        rest = rest.replace(piece.strip(), "")
-    assert not SOLO_FORBIDDEN.search(rest), SOLO_FORBIDDEN.search(rest)
+    assert not SOLO_FORBIDDEN.search(text), SOLO_FORBIDDEN.search(text)
+    # the same commands are documented as for a group (the tool list does not change with N)
+    group = prompt(task_name, 3, k, protocol, condition, phase=phase)
+    verbs = re.compile(r"^- (\w+)", re.M)
+    assert verbs.findall(text) == verbs.findall(group) != []
     # the reference function in the prompt accepts the agent's own list, sorted / reduced
     own = [int(v) for v in re.search(r"hold a list of \d+ integers:\n\[([\d, ]+)\]", text).group(1).split(",")]
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
@@ -233,3 +226,23 @@ def test_one_agent_prompt_names_no_other_agent_and_allows_its_sorted_list(task_n
     right = {"sorting": sorted(own), "max": [max(own)], "prefix_sum": [sum(own[:i + 1]) for i in range(k)]}[task_name]
     args = ([own], [right], k) if task_name == "sorting" else ([own], [right])
     assert check(*args)
+
+
+def test_a_solo_sentence_that_no_longer_matches_its_command_file_is_an_error(tmp_path, monkeypatch):
+    import shutil
+
+    from masgrid import resources
+
+    copy = tmp_path / "conf"
+    shutil.copytree(resources.conf_dir(), copy)
+    path = copy / "prompts" / "masbench" / "commands_kv.txt"
+    path.write_text(path.read_text().replace("all agents read and write", "every agent reads and writes"))
+    monkeypatch.setenv("MASGRID_CONF", str(copy))
+    resources.reload()
+    try:
+        assert "every agent reads and writes" in prompt("sorting", 2, 2, "kv", "base")  # groups are unaffected
+        with pytest.raises(ValueError, match="solo.yaml: commands_kv.txt no longer contains"):
+            prompt("sorting", 1, 2, "kv", "base")
+    finally:
+        monkeypatch.delenv("MASGRID_CONF")
+        resources.reload()

@@ -4,8 +4,8 @@ The system message is header + command reference + example reply + behaviour lis
 conditions only the behaviour list changes, and phase 2 of a two-phase condition adds the
 rerun lines. Only the agent's id (and the peer its example addresses), its list and its
 previous submission differ between agents. With one agent (N = 1) the header, objective,
-example, behaviour list and rerun lines use their `solo` wording, which names no other agent
-(docs/tasks/masbench.md, "One agent").
+command descriptions (`solo.yaml`), example, behaviour list and rerun lines use their `solo`
+wording, which speaks of no other agent (docs/tasks/masbench.md, "One agent").
 """
 
 from __future__ import annotations
@@ -89,6 +89,17 @@ def behavior_list(variant: str, solo: bool = False) -> str:
     return "\n".join(lines)
 
 
+def command_text(name: str, solo: bool) -> str:
+    """A command-reference file; for a lone agent with the sentences of `solo.yaml` replaced."""
+    text = read_text(f"{PROMPT_DIR}/{name}")
+    if solo:
+        for swap in _yaml("solo.yaml").get(name, []):
+            if swap["group"] not in text:
+                raise ValueError(f"{PROMPT_DIR}/solo.yaml: {name} no longer contains {swap['group']!r}")
+            text = text.replace(swap["group"], swap["solo"])
+    return text
+
+
 def example_reply(protocol: str, agent: int, peer: int, k: int, solo: bool) -> str:
     """The protocol's example reply, as the reader would write it (neutral: no request)."""
     spec = _yaml("examples.yaml")
@@ -121,11 +132,10 @@ def build_prompt(view: AgentView, protocol: str, condition: str, task_key: str) 
         objective=objective,
         check_function=task["check_function"],
     )
-    address = ("the number is the one in the agent's name" if solo
-               else f"send_message {peer} hello goes to Agent-{peer}")
-    commands = Template(read_text(f"{PROMPT_DIR}/commands_{protocol}.txt")).substitute(
-        answer_shape=answer_shape, example_answer=example_answer, address_example=address)
-    parts = [header.rstrip(), read_text(f"{PROMPT_DIR}/commands_common.txt").strip(), commands.strip(),
+    commands = Template(command_text(f"commands_{protocol}.txt", solo)).substitute(
+        answer_shape=answer_shape, example_answer=example_answer,
+        address_example=f"send_message {peer} hello goes to Agent-{peer}")
+    parts = [header.rstrip(), command_text("commands_common.txt", solo).strip(), commands.strip(),
              example_reply(protocol, view.agent, peer, k, solo), behavior_list(variant, solo)]
     if is_rerun:
         parts.append(Template(rerun["suffix_solo" if solo else "suffix"]).substitute(previous=previous))
