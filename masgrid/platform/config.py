@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from masgrid.actors.backends import BackendSettings
+from masgrid.actors.backends.sampling import compare_with_paper
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid.envs.tasks import get_task
@@ -212,6 +213,7 @@ class RunConfig(BaseModel):
                 "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
                 "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
                 "max_tokens": m.max_tokens, "sampling_seed": m.seed,
+                "sampling_vs_paper": compare_with_paper(m.paper_sampling, m.model_dump()),
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,

@@ -27,6 +27,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("top_p", pa.float64()),
     ("max_tokens", pa.int64()),
     ("sampling_seed", pa.int64()),
+    ("sampling_vs_paper", pa.string()),  # paper presets: as paper | as paper where known (unknown: ..) | differs: ..
     ("token_counter", pa.string()),  # how tokens without server usage were counted: approx or hf:<file>
     ("token_counter_source", pa.string()),  # requested | model preset | fallback: <why approx>
     ("tokenizer_sha256", pa.string()),  # sha256 of the tokenizer file counted with; null for approx

@@ -44,8 +44,20 @@ class PaperSampling(BaseModel):
                 continue
             expected = None if paper == NOT_SENT else paper
             if ours != expected:
-                out.append(f"{name}: paper {paper}, preset {ours}")
+                out.append(f"{name}: paper {paper}, sent {ours}")
         return out
 
     def unknown(self) -> list[str]:
         return [name for name in PARAMETERS if getattr(self, name) == UNKNOWN]
+
+
+def compare_with_paper(record: PaperSampling | None, sent: dict[str, Any]) -> str | None:
+    """The runs column `sampling_vs_paper`: null without a paper record, else `as paper`,
+    `as paper where known (unknown: ...)`, or `differs: ...` naming each deviation."""
+    if record is None:
+        return None
+    deviations = record.deviations(sent)
+    if deviations:
+        return "differs: " + "; ".join(deviations)
+    unknown = record.unknown()
+    return f"as paper where known (unknown: {', '.join(unknown)})" if unknown else "as paper"

@@ -103,3 +103,16 @@ def test_deviations_on_random_records():
                 expected.append(name)
         assert [d.split(":")[0] for d in record.deviations(sent)] == expected
         assert record.unknown() == [n for n in PARAMETERS if paper[n] == "unknown"]
+
+
+def test_runs_row_compares_the_sent_sampling_with_the_papers():
+    gemini = compose_model(["model=agentsnet_gemini_2_0_flash"]).model_dump()
+    row = RunConfig.from_mapping({"backend": "openai", "model": gemini, "preflight": False}).columns()
+    assert row["sampling_vs_paper"] == "as paper"
+    changed = RunConfig.from_mapping({"backend": "openai", "model": {**gemini, "temperature": 0.2},
+                                      "preflight": False}).columns()
+    assert changed["sampling_vs_paper"] == "differs: temperature: paper 0.7, sent 0.2"
+    llama = compose_model(["model=agentsnet_llama_4_scout"]).model_dump()
+    row = RunConfig.from_mapping({"backend": "openai", "model": llama, "preflight": False}).columns()
+    assert row["sampling_vs_paper"] == "as paper where known (unknown: temperature)"
+    assert RunConfig.from_mapping({}).columns()["sampling_vs_paper"] is None
