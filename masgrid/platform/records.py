@@ -105,6 +105,7 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("python_version", pa.string()),
     ("ray_version", pa.string()),
     ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
+    ("tokenizers_version", pa.string()),  # the library that counted with token_counter hf:...
     ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
