@@ -13,6 +13,7 @@ from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
+from masgrid.analysis.token_units import approximate_token_note
 from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts
 
 Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
@@ -84,7 +85,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     task = "sorting" if (runs["task"] == "sorting").any() else None
-    note = f"Runs: {exclusion_note(runs)}"
+    note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
              f"({_counts(runs)}).", "", note, ""]
     if loaded.damaged:

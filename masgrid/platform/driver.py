@@ -321,10 +321,11 @@ class RunDriver:
     async def _start_components(self, instance: Instance) -> tuple[Port, AgentPoolClient]:
         cfg = self.cfg
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
+        counter = cfg.token_counting().spec  # auto resolved: the model's tokenizer, else approx (recorded)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
-                        token_counter=cfg.execution.token_counter, pooled=self.remote and self.pool is not None)
+                        token_counter=counter, pooled=self.remote and self.pool is not None)
         env, *hosts = await asyncio.gather(
-            self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
+            self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, counter,
                         cfg.condition),
             *(self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)))
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.

@@ -27,7 +27,10 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("top_p", pa.float64()),
     ("max_tokens", pa.int64()),
     ("sampling_seed", pa.int64()),
-    ("token_counter", pa.string()),  # how tokens without server usage were counted
+    ("sampling_vs_paper", pa.string()),  # paper presets: as paper | as paper where known (unknown: ..) | differs: ..
+    ("token_counter", pa.string()),  # how tokens without server usage were counted: approx or hf:<file>
+    ("token_counter_source", pa.string()),  # requested | model preset | fallback: <why approx>
+    ("tokenizer_sha256", pa.string()),  # sha256 of the tokenizer file counted with; null for approx
     ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
     ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
@@ -129,6 +132,7 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("python_version", pa.string()),
     ("ray_version", pa.string()),
     ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
+    ("tokenizers_version", pa.string()),  # the library that counted with token_counter hf:...
     ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
