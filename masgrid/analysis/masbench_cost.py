@@ -3,7 +3,9 @@
 What the paper reports, and how masgrid fills each column:
 - `runs` (#Logs): usable runs (analysis/validity.py) of every task and condition in the
   results, as the paper aggregates "over all available logs";
-- `total_mtok`, `comm_mtok`: sums of `tokens_total` and `tokens_comm` in millions;
+- `total_mtok`, `comm_mtok`: sums of `tokens_total` and `tokens_comm` in millions, whole
+  runs (both phases of abl_message/camoc: what was spent, unlike the phase-2 accounting
+  of the other tables);
   `comm_pct` = 100 * comm / total; `tokens_per_run` (Tok/log) = total / runs;
 - cost: the paper's counters did not split input from output, so it gives a midpoint
   (half the tokens at each price, `cost_mid_usd`) inside a range [all at the input price,

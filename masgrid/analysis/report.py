@@ -56,6 +56,9 @@ PER_CONDITION = ("table2", "table3", "table8", "welch_protocols_tokens_n1")
 COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a model without one has no cost. "
              "cost_usd prices the recorded prompt/completion split; cost_mid/low/high_usd are the paper's "
              "50/50 estimate and its [all-input, all-output] range.")
+TABLE4_NOTE = ("Tokens are every token of every run: both phases of a two-phase run (abl_message, camoc) are "
+               "summed, so its tokens_per_run covers both (the paper's #Logs may count one log per phase; "
+               "docs/analysis.md, \"Table 4\").")
 FAILURE_NOTE = ("Failed sorting runs labelled by the rules of docs/analysis.md (\"Failure modes\"); labels are not "
                 "exclusive, percentages are of failed runs; convention misalignment is a keyword estimate.")
 #: tables of the two-phase conditions only (written when the results hold such runs)
@@ -100,8 +103,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             frame, title = build(runs, task, condition), f"{title}, condition {condition}"  # type: ignore[call-arg]
         else:
             frame = build(runs, task)
-        extra = f" {COST_NOTE}" if name.startswith("table4") else ""
-        written += write_table(frame, out, name, title, table_note + extra)
+        # Table 4 is what was spent: both phases of a two-phase run, not the phase-2 accounting
+        written += write_table(frame, out, name, title,
+                               f"{note}\n\n{TABLE4_NOTE} {COST_NOTE}" if name.startswith("table4") else table_note)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     try:
         labels, failure_note = masbench_failures.label_runs(runs, loaded.agents, loaded.events), FAILURE_NOTE

@@ -16,6 +16,7 @@ import pytest
 
 from masgrid.analysis import load_results, table1
 from masgrid.analysis.phases import by_phase, missing_phase_columns, phase_table
+from masgrid.analysis.masbench_cost import table4
 from masgrid.analysis.report import build_report
 from tests.support.two_phase import Plan, run_grid
 
@@ -135,6 +136,20 @@ def test_report_says_which_phase_it_reports(grid, tmp_path):
     phases_md = (tmp_path / "phases.md").read_text()
     assert "phase 1" in phases_md and "whole run" in phases_md
     assert "scored phase (phase 2)" in (tmp_path / "table1.md").read_text()  # every table says it
+
+
+def test_table4_counts_both_phases_of_two_phase_runs(grid, tmp_path):
+    """Table 4 is what was spent: every phase's tokens (from the plan and the events), each run once;
+    its report note says so instead of the phase-2 accounting of the other tables."""
+    root, plans, events = grid
+    row = table4(load_results(root).runs).loc["scripted-loopback"]
+    assert row["runs"] == len(plans)
+    assert row["total_mtok"] * 1e6 == pytest.approx(sum(p.tokens(None) for p in plans.values()))
+    assert row["comm_mtok"] * 1e6 == pytest.approx(sum(_comm(events, r, None) for r in plans))
+    assert sum(p.tokens(None) for p in plans.values()) > sum(p.tokens(p.phases) for p in plans.values())
+    build_report(root, tmp_path)
+    note = (tmp_path / "table4.md").read_text()
+    assert "both phases of a two-phase run" in note and "scored phase (phase 2)" not in note
 
 
 def _by_cell(plans: dict[str, Plan]) -> dict[tuple[str, str], list[Plan]]:

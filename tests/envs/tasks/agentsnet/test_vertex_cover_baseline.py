@@ -52,7 +52,7 @@ def cover_problems(adj: dict[str, set[str]], chosen: set[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("graph", ["ws", "ba", "dt"])
-@pytest.mark.parametrize("n", [4, 8, 16, 100])
+@pytest.mark.parametrize("n", [4, 8, 16, 32, 50, 100])  # the paper's sizes, intermediate ones, its largest
 def test_minimal_cover_on_every_seed_within_the_paper_budget(n: int, graph: str) -> None:
     for seed in SEEDS:
         inst = TASK.generate(n, 1, None, seed, graph=graph)
