@@ -140,13 +140,17 @@ def _wide(long: pd.DataFrame, index: str, columns: str, style: str = "paren") ->
 
 def table_solved(runs: pd.DataFrame, value: str = "success", with_total: bool = True) -> pd.DataFrame:
     """Table 2 (value="success") or Table 4 (value="soft_score"): per model and task, and the
-    AgentsNet score over all cells of a model."""
+    AgentsNet score over all cells of a model. The paper's score averages all five tasks, so
+    a model recorded on fewer carries "[k of 5 tasks]" in that cell rather than passing for it."""
     cells = cell_stats(runs, value)
     per_task = propagate(cells, ["model", "problem"])
     table = _wide(per_task, "model", "problem").rename(columns=TASK_LABELS)
     if with_total:
         total = propagate(cells, ["model"]).set_index("model")
-        table["AgentsNet"] = [fmt(total.loc[m, "mean"], total.loc[m, "se"]) for m in table.index]
+        tasks = cells.groupby("model")["problem"].nunique()
+        table["AgentsNet"] = [fmt(total.loc[m, "mean"], total.loc[m, "se"])
+                              + (f" [{tasks[m]} of {len(TASKS)} tasks]" if tasks[m] < len(TASKS) else "")
+                              for m in table.index]
     return table
 
 

@@ -51,6 +51,7 @@ def test_tables_and_figures(tmp_path: Path) -> None:
     runs = _runs(rows)
     table2 = an.table_solved(runs)
     assert list(table2.index) == ["a", "b"] and "AgentsNet" in table2.columns and "Vertex Cover" in table2.columns
+    assert table2.loc["a", "AgentsNet"] == "0.50 (0.09)"  # all five tasks: the paper's score, unflagged
     assert an.table_solved(runs, "soft_score", with_total=False).loc["a", "Coloring"] == "0.80 (0.00)"
     tokens = an.table_tokens(runs)
     assert tokens.loc["a", (8, "tokens_total")] == 880
@@ -89,3 +90,11 @@ def test_parser_modes_are_never_pooled() -> None:
     assert an.agentsnet_runs(df, parser="strict")["success"].tolist() == [1.0, 0.0]
     assert an.agentsnet_runs(df, parser="reference")["success"].tolist() == [0.0]
     assert an.agentsnet_runs(df.iloc[[0, 2]])["reply_parser"].tolist() == ["strict", "strict"]
+
+
+def test_agentsnet_score_over_fewer_than_five_tasks_is_flagged() -> None:
+    """The paper's AgentsNet score averages all five tasks; a partial one says how many it has."""
+    rows = [("m", 16, "agentsnet/coloring", "ba", s < 2, 1.0) for s in range(3)]
+    rows += [("m", 16, "agentsnet/vertex_cover", "ba", True, 1.0) for _ in range(3)]
+    cell = an.table_solved(_runs(rows)).loc["m", "AgentsNet"]
+    assert cell.startswith(f"{(2 / 3 + 1) / 2:.2f}") and cell.endswith("[2 of 5 tasks]")
