@@ -134,9 +134,10 @@ def scaling(runs: pd.DataFrame, task: str | None = "sorting", condition: str | N
     return _metric_frame(runs, ["model", "agents"])
 
 
-def table6(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 6: mean total tokens per run by protocol, Base and ablations pooled vs CAMOC."""
-    runs = for_task(runs, task)
+def table6(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = DEFAULT) -> pd.DataFrame:
+    """Table 6: mean total tokens per run by protocol, Base and ablations pooled vs CAMOC
+    (`accounting="run"`: both phases of two-phase runs, the tokens spent)."""
+    runs = for_task(runs, task, accounting=accounting)
     ok = completed(runs)
     ok = ok[ok["condition"].isin(CONDITIONS)]
     is_camoc = ok["condition"] == "camoc"
@@ -161,9 +162,11 @@ def tokens_per_correct(runs: pd.DataFrame, keys: list[str]) -> pd.Series:
     return g["tokens_total"].sum() / succ.replace(0, np.nan)
 
 
-def table7(runs: pd.DataFrame, protocol: str = "kv", task: str | None = "sorting") -> pd.DataFrame:
-    """Table 7: tokens per correct instance on one protocol (Shared K-V), Base vs CAMOC, per model."""
-    runs = for_task(runs, task)
+def table7(runs: pd.DataFrame, protocol: str = "kv", task: str | None = "sorting",
+           accounting: str = DEFAULT) -> pd.DataFrame:
+    """Table 7: tokens per correct instance on one protocol (Shared K-V), Base vs CAMOC, per model
+    (`accounting="run"`: both phases of two-phase runs, the tokens spent)."""
+    runs = for_task(runs, task, accounting=accounting)
     ok = completed(runs)
     ok = ok[(ok["protocol"] == protocol) & ok["condition"].isin(["base", "camoc"])]
     per = tokens_per_correct(ok, ["model", "condition"]).unstack("condition")

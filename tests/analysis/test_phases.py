@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from masgrid.analysis import load_results, table1
+from masgrid.analysis.tables import table6, table7
 from masgrid.analysis.phases import by_phase, missing_phase_columns, phase_table
 from masgrid.analysis.masbench_cost import table4
 from masgrid.analysis.report import build_report
@@ -150,6 +151,24 @@ def test_table4_counts_both_phases_of_two_phase_runs(grid, tmp_path):
     build_report(root, tmp_path)
     note = (tmp_path / "table4.md").read_text()
     assert "both phases of a two-phase run" in note and "scored phase (phase 2)" not in note
+
+
+@pytest.mark.parametrize("accounting", ["final", "run"])
+def test_tables_6_and_7_take_the_accounting_asked_for(grid, accounting):
+    """CAMOC's tokens per run (Table 6) and per correct instance (Table 7) from the plans:
+    phase 2 alone by default, both phases (the spend) with accounting="run"."""
+    root, plans, _ = grid
+    runs = load_results(root).runs
+    t6, t7 = table6(runs, accounting=accounting), table7(runs, accounting=accounting)
+    phase = (lambda p: p.phases) if accounting == "final" else (lambda p: None)
+    for protocol in PROTOCOLS:
+        camoc = [p for p in plans.values() if p.condition == "camoc" and p.protocol == protocol]
+        spent = [p.tokens(phase(p)) for p in camoc]
+        assert t6.loc[("scripted-loopback", protocol), "camoc_tokens"] == pytest.approx(sum(spent) / len(spent))
+        if protocol == "kv":
+            solved = sum(p.sr(p.phases) == 1 for p in camoc)
+            expected = sum(spent) / solved if solved else float("nan")
+            assert t7.loc["scripted-loopback", "camoc"] == pytest.approx(expected, nan_ok=True)
 
 
 def _by_cell(plans: dict[str, Plan]) -> dict[tuple[str, str], list[Plan]]:
