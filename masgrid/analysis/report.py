@@ -66,6 +66,26 @@ PHASES_TITLE = "Two-phase conditions: R, TE, CR% and tokens per run in phase 1, 
 RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and camoc): answers fixed, broken, kept"
 
 
+#: the MAS-Bench tasks, in the order Tables 1-8 prefer one (the paper's are sorting)
+MASBENCH_TASKS = ("sorting", "max", "prefix_sum")
+OTHER_REPORTS = ("AgentsNet: python -m masgrid.analysis.agentsnet RESULTS_DIR; "
+                 "SILO-Bench: python -m masgrid.analysis.silo_report RESULTS_DIR")
+
+
+def masbench_only(runs: pd.DataFrame, results_dir: Path) -> tuple[pd.DataFrame, str | None, str]:
+    """The MAS-Bench runs, the one task Tables 1-8 describe, and a sentence on what was left
+    out. Other benchmarks' runs (AgentsNet, SILO) have their own reports: pooling them into
+    these tables would mix metrics that do not mean the same thing. ValueError if none is left."""
+    mine = runs[runs["task"].isin(MASBENCH_TASKS)]
+    others = runs.loc[~runs["task"].isin(MASBENCH_TASKS), "task"].value_counts().sort_index()
+    left_out = ", ".join(f"{n} {t}" for t, n in others.items())
+    if mine.empty:
+        raise ValueError(f"no MAS-Bench runs under {results_dir} ({left_out}); use their own reports: {OTHER_REPORTS}")
+    note = f"Left out (not MAS-Bench, see their own reports: {OTHER_REPORTS}): {left_out}." if left_out else ""
+    task = next(t for t in MASBENCH_TASKS if (mine["task"] == t).any())
+    return mine, task, note
+
+
 def overview(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs recorded per task, protocol and model, by status."""
     counts = runs.groupby(["task", "protocol", "model", "status"]).size().unstack("status", fill_value=0)
@@ -87,14 +107,17 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     if with_invalid:
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
-    task = "sorting" if (runs["task"] == "sorting").any() else None
+    recorded = f"{len(runs)} runs ({_counts(runs)})"
+    runs, task, left_out = masbench_only(runs, results_dir)
     note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
-    index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
-             f"({_counts(runs)}).", "", note, ""]
+    index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "", note, ""]
+    if left_out:
+        index += [left_out, ""]
     if loaded.damaged:
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
-    index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
+    index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task}; Tables 9 and 10 compare the "
+                 f"MAS-Bench tasks recorded; Table 4 counts every MAS-Bench run.\n")
     accounting = _accounting_note(runs, task)
     index.append(accounting + "\n")
     table_note = f"{note}\n\n{accounting}"
