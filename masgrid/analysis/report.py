@@ -32,7 +32,7 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
     "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
     "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
-    "table4": ("Table 4: tokens, communication share and cost per model (all tasks and conditions)",
+    "table4": ("Table 4: tokens, communication share and cost per model (all MAS-Bench tasks and conditions)",
                lambda r, t: masbench_cost.table4(r)),
     "table4_protocol": ("Table 4 by protocol: tokens, communication share and cost per model and protocol",
                         lambda r, t: masbench_cost.table4(r, ("model", "protocol"))),
