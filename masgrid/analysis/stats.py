@@ -3,6 +3,8 @@
 One test per cell of `by` and per pair of groups of `between`; each run is one sample. A
 pair where either side has fewer than two runs, or both sides have zero variance, gets a
 NaN statistic and p-value rather than an error (deterministic scripted runs do that).
+`diff` and `t` have the same sign: group_b minus group_a (the condition or protocol compared
+with the reference), so a positive t means group_b is higher.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def welch_tests(runs: pd.DataFrame, metric: str = "sr", between: str = "conditio
             pairs = list(itertools.combinations(names, 2))
         for ga, gb in pairs:
             a, b = groups[ga], groups[gb]
-            t, p = welch(a, b)
+            t, p = welch(b, a)  # t and diff both read group_b - group_a (positive: b higher)
             rows.append({**dict(zip(by, cell)), "metric": metric, "group_a": ga, "group_b": gb,
                          "n_a": len(a), "n_b": len(b), "mean_a": float(np.nanmean(a)),
                          "mean_b": float(np.nanmean(b)), "diff": float(np.nanmean(b) - np.nanmean(a)),

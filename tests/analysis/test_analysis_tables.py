@@ -194,9 +194,11 @@ def test_welch_conditions_against_base(dataset):
     va = sum((x - _mean(a)) ** 2 for x in a) / (len(a) - 1)
     vb = sum((x - _mean(b)) ** 2 for x in b) / (len(b) - 1)
     se2 = va / len(a) + vb / len(b)
-    t = (_mean(a) - _mean(b)) / math.sqrt(se2)
+    t = (_mean(b) - _mean(a)) / math.sqrt(se2)  # group_b - group_a, the sign of `diff`
     df = se2 ** 2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
     assert row["t"] == pytest.approx(t)
+    assert row["diff"] == pytest.approx(_mean(b) - _mean(a))
+    assert t != 0 and (row["t"] > 0) == (row["diff"] > 0)
     assert row["p"] == pytest.approx(2 * stats.t.sf(abs(t), df))
     assert (row["n_a"], row["n_b"]) == (len(a), len(b))
 
