@@ -8,6 +8,12 @@ to a fixed number of decimals and checked with a stated tolerance.
 
 The exact semantics chosen where the paper's one-line description is silent are listed
 in docs/tasks/silo-level3.md; the comments next to each class summarise them.
+
+No-communication floor (issue 13): every spec says what an agent answers from its own
+shard alone (`isolated_answer`, its best silent guess), the chance that such answers are
+right (`chance_sr`, `ceiling`) and the largest mean P they may reach (`pcs_ceiling`). The
+generators are built so that this floor is the agent's own share of the answer plus the
+chance level of the answer space, never a guessable regularity of the data.
 """
 
 from __future__ import annotations
