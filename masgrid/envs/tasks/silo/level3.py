@@ -266,8 +266,9 @@ class _Level3(SiloSpec):
     """
 
     level = 3
-    #: a complete global answer guessed without the other shards: for every Level III task
-    #: the chance is below 1e-4 at N >= 2 (see each task); 0.01 is the stated ceiling.
+    #: every agent naming the complete global answer without the other shards: below 1e-4
+    #: at N >= 2 for every Level III task, and an agent alone is right with a chance below
+    #: 1e-4 too except where `ceiling(n)` says otherwise (III-22, III-29); 0.01 is stated.
     chance_sr = 0.01
 
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
@@ -880,7 +881,8 @@ class CollaborativeFiltering(_IndexedAnswer):
         truth: list[int] = []
         while len(users) < n * ku:
             u = [rng.randint(-5, 5) for _ in range(self.dim)]
-            scores = [sum(a * b for a, b in zip(u, it)) for it in items]
+            u0, u1, u2, u3 = u  # dim 4 unrolled: this loop scores every user against every item
+            scores = [u0 * a + u1 * b + u2 * c + u3 * d for a, b, c, d in items]
             best = max(scores)
             if scores.count(best) > 1:
                 continue  # tied best item: re-draw so the match is unique
