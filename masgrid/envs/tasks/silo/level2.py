@@ -323,6 +323,9 @@ class LongestPalindrome(_Level2):
     The global string is a chain of palindromic blocks of k+1 .. 2k+1 letters over an
     8-letter alphabet, so no block fits inside one segment: every position lies in a
     palindrome that crosses a boundary, and every agent needs a neighbour for every element.
+    The chain starts and ends with 1 .. k/5 random filler letters: a block that began at the
+    very start of the string would be pinned there, and whoever saw its centre could infer
+    its length alone (the same at the end); the filler leaves a few local positions instead.
     A shard shows its letters separated by spaces. Peers share their whole segment; the
     minimum peer set is the owners of every character of the palindromes containing an own
     position, and of the mismatching characters that end them.
@@ -333,18 +336,30 @@ class LongestPalindrome(_Level2):
     ALPHABET: ClassVar[str] = "abcdefgh"
     default_k = 250
     # a block crossing the boundary extends beyond the segment by an amount the agent cannot
-    # see, spread over about k/2 values: a guess hits a run of equal answers w.p. ~ 2/k
-    chance_sr = 0.01
+    # see, spread over about k/2 values: a guess hits a run of equal answers w.p. ~ 2/k. An end
+    # agent that sees the centre of the first (last) block still has to guess the filler's
+    # length: 1 in k/5 = 50, so an end agent is right w.p. ~ 0.02
+    chance_sr = 0.05
     chance_pcs = 0.05
+
+    def pcs_ceiling(self, n: int) -> float:
+        """The filler at each end (1 .. k/5 letters, k/10 on average) is computed alone by the
+        two end agents: ~ 0.1 of an end agent's positions, 0.25/n with margin."""
+        return self.chance_pcs + 0.25 / n
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         length = n * k
-        chars: list[str] = []
-        while len(chars) < length:
-            remaining = length - len(chars)
+        pad = max(1, k // 5)
+        head, tail = rng.randint(1, pad), rng.randint(1, pad)
+        if length - head - tail < k + 1:  # N = 1 or a tiny k: one palindrome, no filler
+            head = tail = 0
+        chars = [rng.choice(self.ALPHABET) for _ in range(head)]
+        while len(chars) < length - tail:
+            remaining = length - tail - len(chars)
             size = remaining if remaining <= 2 * k + 1 else rng.randint(k + 1, min(2 * k + 1, remaining - k - 1))
             half = [rng.choice(self.ALPHABET) for _ in range(size // 2)]
             chars += half + [rng.choice(self.ALPHABET)] * (size % 2) + half[::-1]
+        chars += [rng.choice(self.ALPHABET) for _ in range(tail)]
         text = "".join(chars)
         best = _longest_containing(text)
         expected = [best[i * k:(i + 1) * k] for i in range(n)]

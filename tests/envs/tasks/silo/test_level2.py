@@ -270,9 +270,11 @@ def test_every_element_needs_a_neighbour_where_the_design_says_so(n: int, k: int
     for seed in range(6):
         d13 = spec("II-13").generate(n, k, random.Random(seed))
         d19 = spec("II-19").generate(n, k, random.Random(seed))
+        pad = max(1, k // 5)  # the random filler (1..k/5 letters) at both ends of the string
         for agent in range(n):
             local = longest_containing("".join(d13.shards[agent].split(" ")))
-            assert all(a < e for a, e in zip(local, d13.expected[agent])), (seed, agent)
+            inner = range(pad if agent == 0 else 0, k - pad if agent == n - 1 else k)
+            assert all(local[p] < d13.expected[agent][p] for p in inner), (seed, agent)
             if n > 2:  # at N = 2 runs cut by the ends of the sequence may lie inside one segment
                 assert all(a < e for a, e in zip(_local_runs(d19.shards[agent]), d19.expected[agent]))
     for task_id in ("II-12", "II-14"):
