@@ -381,6 +381,27 @@ class LongestPalindrome(_Level2):
         offset = (agent - lo) * k
         return _longest_containing(text)[offset:offset + k]
 
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Palindromes of the own segment; an end agent that sees the centre of the block next
+        to its filler also guesses that block's length, taking the filler at its mean."""
+        text = _unletters(shard)
+        if n == 1 or agent not in (0, n - 1):
+            return _longest_containing(text)
+        guess = self._end_guess(text if agent == 0 else text[::-1], (max(1, public["k"] // 5) + 1) // 2)
+        return guess if agent == 0 else guess[::-1]
+
+    @staticmethod
+    def _end_guess(text: str, filler: int) -> list[int]:
+        """Agent 0's view: a long palindrome touching the right edge is the first block, whose
+        left end (pinned after the filler) gives its full length."""
+        best = _longest_containing(text)
+        edge = [(s, e) for s, e in _palindromes(text) if e == len(text) - 1 and e - s + 1 >= len(text) // 4]
+        if not edge:
+            return best
+        start, end = max(edge, key=lambda span: span[1] - span[0])
+        length = start + end - 2 * filler + 1  # mirror of the block's start around its centre
+        return [max(b, length) if p >= filler else b for p, b in enumerate(best)]
+
     def required_peers(self, agent: int, n: int, data: SiloData) -> set[int]:
         k = data.public["k"]
         text = "".join(_unletters(s) for s in data.shards)

@@ -503,3 +503,13 @@ def test_other_silent_strategies_stay_within_the_bounds(task_id: str) -> None:
             pcss.append(sum(s.quality(a, e, d) for a, e in zip(answers, d.expected)) / n)
         assert sum(srs) / 16 <= s.ceiling(n), (n, fill, sum(srs) / 16)
         assert sum(pcss) / 16 <= s.pcs_ceiling(n), (n, fill, sum(pcss) / 16)
+
+
+def test_palindrome_end_agent_guesses_the_pinned_block() -> None:
+    """An end agent that sees the centre of the block after the filler (here 1 letter, the
+    guess for k = 10) infers the block's length, 2*8 - 2*1 + 1 = 15, worked out by hand."""
+    s = spec("II-13")
+    public = {"n": 3, "k": 10, "length": 30}
+    assert s.isolated_answer(0, 3, "h a b c d e f g x g", public) == [1] + [15] * 9
+    assert s.isolated_answer(2, 3, "g x g f e d c b a h", public) == [15] * 9 + [1]
+    assert s.isolated_answer(1, 3, "g x g f e d c b a h", public)[0] == 3  # interior: local only
