@@ -17,6 +17,7 @@ from masgrid.actors.backends import BackendSettings
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
+from masgrid.envs.tasks.simas.options import SimasOptions
 from masgrid.resources import on_reload
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
@@ -65,6 +66,10 @@ class ExecutionSettings(BaseModel):
         "reaches this many bytes (estimated), besides every 10 rounds: a run's event memory is bounded by size")
 
 
+#: the family option blocks of RunConfig (each named after its family)
+FAMILY_BLOCKS = ("agentsnet", "simas")
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -81,6 +86,7 @@ class RunConfig(BaseModel):
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
+    simas: SimasOptions = Field(default_factory=SimasOptions, description="SIMAS options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -147,8 +153,9 @@ class RunConfig(BaseModel):
         task ignores (`Task.ignored_keys`, None here)."""
         data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
         task = get_task(self.task)
-        if task.family != "agentsnet":  # other families' identities stay unchanged
-            data.pop("agentsnet")
+        for family in FAMILY_BLOCKS:  # another family's option block is not part of a run's identity
+            if family != task.family:
+                data.pop(family)
         if isinstance(data.get(task.family), dict):
             data[task.family] = task.identity_options(data[task.family])
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run

@@ -79,6 +79,15 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "floor_pcs": (pa.float64(), "SILO no-communication floor of this instance: P of the isolated answers"),
     "floor_success": (pa.bool_(), "SILO no-communication floor of this instance: whether the isolated answers "
                       "give S = 1"),
+    # SIMAS (issue 15)
+    "accuracy": (pa.float64(), "SIMAS: 1 if the group's final answer (the first agent's, after T rounds) is right, "
+                 "else 0; a grid point's accuracy is the mean over its questions and repeats"),
+    "discussion_rounds": (pa.int64(), "SIMAS discussion rounds T"),
+    "question_id": (pa.string(), "SIMAS question: <dataset>/<subject or id>/<index in the file>"),
+    "subject": (pa.string(), "SIMAS subject (MMLU subject, ekar or aime2025)"),
+    "profiles_source": (pa.string(), "SIMAS agent profiles: generated, pool, or pool_fallback (the generated reply "
+                        "was unusable after one retry), or missing; null under cot"),
+    "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read (scored wrong)"),
     "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
     "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
     # AgentsNet (issue 6): graph, budget and soft score of the instance

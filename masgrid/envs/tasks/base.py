@@ -118,6 +118,11 @@ class Task(ABC):
     def phases(self, condition: str) -> int:
         return 1
 
+    def phase_count(self, instance: Instance, condition: str) -> int:
+        """Phases of this run; a task whose phases depend on its options (SIMAS's profile
+        generation) overrides this, the others answer from the condition alone."""
+        return self.phases(condition)
+
     def protocol_options(self, protocol: str, condition: str) -> ProtocolOptions | None:
         """Round semantics this task wants from the protocol; None keeps MAS-Bench's."""
         return None
