@@ -1,7 +1,8 @@
 """EnvironmentHost: the run's protocol state, one per run, reset every phase.
 
 Replies of a round are applied here sequentially in agent-id order (Algorithm 2 lines
-4-17); the host returns what each agent is told and what each command cost.
+4-17), then the protocol closes the round (`Protocol.close_round`); the host returns what
+each agent is told and what each command cost.
 """
 
 from __future__ import annotations
@@ -67,10 +68,12 @@ class EnvironmentHost:
 
     def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]:
         self.protocol.begin_round(round_no)
+        applied = {agent: self._apply(agent, text, error) for agent, text, error in sorted(replies, key=lambda r: r[0])}
+        self.protocol.close_round()  # settles what depends on the whole round (SILO deliveries)
         out: dict[int, list[OutcomeRecord]] = {}
-        for agent, text, error in sorted(replies, key=lambda r: r[0]):
+        for agent, outcomes in applied.items():
             records = []
-            for o in self._apply(agent, text, error):
+            for o in outcomes:
                 comm = self.count(o.block) + self.count(o.reply) if o.communication else 0
                 records.append(OutcomeRecord(
                     agent=agent, kind="command" if (o.verb or o.block) and not o.harness else "harness", verb=o.verb,

@@ -10,6 +10,12 @@ Tables: 2 (fraction solved per model and task + AgentsNet score), 4 (soft scores
 5/6 (Byzantine), 7/8 (prompt variants), 9/10 (classical baselines per task and size),
 11 (tokens per instance per model and size). Figures: 4 (stacked task contributions per
 model and size), 5 (fraction solved against graph size, one line per task).
+
+Two run sets (`run_set`): "all" (default) counts every usable run, including those the
+released code never recorded (a model call failed after retries, or its scorer divides by
+zero: `reference_unscorable`), which masgrid scores (0 where nobody said "Yes" in vertex
+cover); "reference" leaves those out, as the paper's tables did without saying so. Every
+report states which set it used and how many runs the flag concerns.
 """
 
 from __future__ import annotations
@@ -26,14 +32,58 @@ TASKS = ["coloring", "consensus", "leader_election", "matching", "vertex_cover"]
 TASK_LABELS = {"coloring": "Coloring", "consensus": "Consensus", "leader_election": "Leader Election",
                "matching": "Matching", "vertex_cover": "Vertex Cover"}
 CELL = ["agents", "problem", "graph"]
+RUN_SETS = ("all", "reference")
+FLAG, FLAG_REASON = "reference_unscorable", "reference_unscorable_reason"
 
 
-def agentsnet_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Usable AgentsNet runs (analysis/validity.py) with a `problem` column (task name without the family)."""
+def reference_flag(runs: pd.DataFrame) -> pd.Series:
+    """True for runs the released code would not have recorded; runs recorded before the
+    flag existed (null) count as recorded."""
+    if FLAG not in runs.columns:
+        return pd.Series(False, index=runs.index)
+    return runs[FLAG].map(lambda v: bool(pd.notna(v) and v)).astype(bool)
+
+
+def select_run_set(runs: pd.DataFrame, run_set: str = "all") -> pd.DataFrame:
+    """The runs a table counts under `run_set` (module docstring)."""
+    if run_set not in RUN_SETS:
+        raise ValueError(f"run_set: one of {', '.join(RUN_SETS)}, not {run_set!r}")
+    return runs if run_set == "all" else runs[~reference_flag(runs)]
+
+
+def run_set_note(runs: pd.DataFrame, run_set: str = "all") -> str:
+    """One sentence on the flagged runs among the usable `runs` and what the tables did with them."""
+    flagged = reference_flag(runs)
+    unknown = int(runs[FLAG].isna().sum()) if FLAG in runs.columns else len(runs)
+    reasons = runs.loc[flagged, FLAG_REASON].fillna("unknown").value_counts() if FLAG_REASON in runs.columns else {}
+    why = ", ".join(f"{int(v)} {k}" for k, v in sorted(dict(reasons).items()))
+    if run_set == "all":
+        text = (f"Run set 'all': {int(flagged.sum())} runs the released code would not have recorded are counted "
+                f"with masgrid's scores" + (f" ({why})" if why else ""))
+    else:
+        text = (f"Run set 'reference': {int(flagged.sum())} runs the released code would not have recorded are "
+                f"left out" + (f" ({why})" if why else ""))
+    if unknown:
+        text += f"; {unknown} runs recorded without the flag are treated as recorded"
+    return text + "."
+
+
+def agentsnet_runs(runs: pd.DataFrame, run_set: str = "all", parser: str | None = None) -> pd.DataFrame:
+    """Usable AgentsNet runs (analysis/validity.py) of `run_set`, with a `problem` column
+    (task name without the family). Runs read with different parser modes
+    (`reply_parser`; missing = strict) are never pooled: give `parser` when both occur."""
     if runs.empty:
         return runs
-    df = usable(runs[runs["task"].astype(str).str.startswith("agentsnet/")]).copy()
+    family = usable(runs[runs["task"].astype(str).str.startswith("agentsnet/")])
+    modes = family["reply_parser"].fillna("strict") if "reply_parser" in family.columns else \
+        pd.Series("strict", index=family.index)
+    if parser is not None:
+        family = family[modes == parser]
+    elif modes.nunique() > 1:
+        raise ValueError("runs read with both parser modes (reply_parser strict and reference); choose one (--parser)")
+    df = select_run_set(family, run_set).copy()
     df["problem"] = df["task"].str.split("/", n=1).str[1]
+    df["reply_parser"] = modes.loc[df.index]
     df["success"] = df["success"].astype(float)
     if "byzantine_setting" not in df.columns:
         df["byzantine_setting"] = "none"
@@ -41,8 +91,8 @@ def agentsnet_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def load_runs(results_dir: str | Path) -> pd.DataFrame:
-    return agentsnet_runs(read_table(results_dir, "runs"))
+def load_runs(results_dir: str | Path, run_set: str = "all", parser: str | None = None) -> pd.DataFrame:
+    return agentsnet_runs(read_table(results_dir, "runs"), run_set, parser)
 
 
 def _se(values: pd.Series) -> float:
@@ -200,17 +250,20 @@ def _flat(table: pd.DataFrame) -> pd.DataFrame:
     return table.set_axis([f"{a} {b.removeprefix('tokens_')}" for a, b in table.columns], axis=1)
 
 
-def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
+def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "all",
+                 parser: str | None = None) -> Path:
     """All tables as one Markdown file plus Figures 4 and 5, from a results directory."""
     recorded = read_table(results_dir, "runs")
-    runs = agentsnet_runs(recorded)
+    runs = agentsnet_runs(recorded, run_set, parser)
     if runs.empty:
-        raise ValueError(f"no usable AgentsNet runs under {results_dir}")
+        raise ValueError(f"no usable AgentsNet runs under {results_dir} (run set {run_set!r})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plain = runs[(runs["byzantine_setting"] == "none") & (runs["condition"] == "base")]
     family = recorded[recorded["task"].astype(str).str.startswith("agentsnet/")]
-    parts = ["# AgentsNet report", f"Runs from `{results_dir}`: {exclusion_note(family)}"]
+    parts = ["# AgentsNet report", f"Runs from `{results_dir}`: {exclusion_note(family)}",
+             run_set_note(agentsnet_runs(recorded, parser=parser), run_set),
+             f"Replies read with agentsnet.parser={parser or runs['reply_parser'].iloc[0]}."]
     if not plain.empty:
         parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
                   "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
@@ -232,8 +285,13 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> Path:
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
-    parser.add_argument("results_dir")
-    parser.add_argument("--out", default="agentsnet_report")
-    args = parser.parse_args()
-    print(write_report(args.results_dir, args.out))
+    cli = argparse.ArgumentParser(description="AgentsNet tables and figures from a results directory")
+    cli.add_argument("results_dir")
+    cli.add_argument("--out", default="agentsnet_report")
+    cli.add_argument("--run-set", choices=RUN_SETS, default="all",
+                        help="all: every usable run (default); reference: without the runs the released "
+                             "code would not have recorded (reference_unscorable)")
+    cli.add_argument("--parser", choices=("strict", "reference"), default=None,
+                     help="only runs read with this agentsnet.parser (required when both occur)")
+    args = cli.parse_args()
+    print(write_report(args.results_dir, args.out, args.run_set, args.parser))

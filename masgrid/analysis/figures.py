@@ -29,9 +29,10 @@ def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) ->
     return path
 
 
-def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None) -> Path:
-    """Write the four-panel scaling figure to `path` and return it."""
-    data = scaling(runs, task).reset_index()
+def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None,
+            condition: str | None = "base") -> Path:
+    """Write the four-panel scaling figure of one condition (Base unless asked) to `path`."""
+    data = scaling(runs, task, condition).reset_index()
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
     for ax, (col, title) in zip(axes, PANELS):
         for model, frame in data.groupby("model"):
@@ -42,4 +43,5 @@ def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", 
         ax.set_xticks(sorted(data["agents"].unique()))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize="small")
+    fig.suptitle(f"condition: {condition or 'all conditions pooled'}", fontsize="small")
     return save_figure(fig, path, note)

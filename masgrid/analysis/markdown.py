@@ -24,7 +24,7 @@ def _cell(value: object, column: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.3g}" if column == "p" else f"{value:.2f}"
+        return f"{value:.3g}" if column.split(" / ")[-1] in ("p", "p_vs_base") else f"{value:.2f}"
     return str(value)
 
 

@@ -9,18 +9,19 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import figures, stats, tables
+from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
+from masgrid.analysis.token_units import approximate_token_note
 from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts
 
 Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
 
 
 def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None, n1: bool = False) -> Builder:
-    def build(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
-        runs = tables.for_task(runs, task)
+    def build(runs: pd.DataFrame, task: str | None, condition: str | None = None) -> pd.DataFrame:
+        runs = tables.for_task(runs, task, condition)
         return stats.welch_tests(runs[runs["agents"] == 1] if n1 else runs, metric, between, by, reference)
     return build
 
@@ -31,12 +32,18 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
     "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
     "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
+    "table4": ("Table 4: tokens, communication share and cost per model (all tasks and conditions)",
+               lambda r, t: masbench_cost.table4(r)),
+    "table4_protocol": ("Table 4 by protocol: tokens, communication share and cost per model and protocol",
+                        lambda r, t: masbench_cost.table4(r, ("model", "protocol"))),
     "table6": ("Table 6: mean total tokens per run, Base and ablations vs CAMOC", tables.table6),
     "table7": ("Table 7: tokens per correct instance on Shared K-V, Base vs CAMOC",
                lambda r, t: tables.table7(r, "kv", t)),
     "table8": ("Table 8: mean tokens per run at N=1 by protocol", tables.table8),
-    "table9": ("Table 9: Base SR% by task and model", lambda r, t: tables.table9(r)),
-    "table10": ("Table 10: SR% by condition and task", lambda r, t: tables.table10(r)),
+    "table9": ("Table 9: Base SR% and success% by task and model", lambda r, t: tables.table9(r)),
+    "table10": ("Table 10: SR% and success% by condition and task", lambda r, t: tables.table10(r)),
+    "table11": ("Table 11: SR%, success% and Welch p vs Base per condition, per model x protocol",
+                masbench_ablation.table11),
     "welch_conditions_sr": ("Welch's t-tests, SR per run: each condition vs Base, per model x protocol",
                             _welch("sr", "condition", ("model", "protocol"), "base")),
     "welch_conditions_tokens": ("Welch's t-tests, total tokens per run: each condition vs Base, "
@@ -44,6 +51,16 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "welch_protocols_tokens_n1": ("Welch's t-tests, total tokens per run at N=1: between protocols (G.2)",
                                   _welch("tokens_total", "protocol", (), None, n1=True)),
 }
+#: tables of one condition (Base unless `masgrid report --condition` says otherwise)
+PER_CONDITION = ("table2", "table3", "table8", "welch_protocols_tokens_n1")
+COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a model without one has no cost. "
+             "cost_usd prices the recorded prompt/completion split; cost_mid/low/high_usd are the paper's "
+             "50/50 estimate and its [all-input, all-output] range.")
+FAILURE_NOTE = ("Failed sorting runs labelled by the rules of docs/analysis.md (\"Failure modes\"); labels are not "
+                "exclusive, percentages are of failed runs; convention misalignment is a keyword estimate.")
+#: tables of the two-phase conditions only (written when the results hold such runs)
+PHASES_TITLE = "Two-phase conditions: R, TE, CR% and tokens per run in phase 1, phase 2 and the whole run"
+RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and camoc): answers fixed, broken, kept"
 
 
 def overview(runs: pd.DataFrame) -> pd.DataFrame:
@@ -53,9 +70,11 @@ def overview(runs: pd.DataFrame) -> pd.DataFrame:
     return counts
 
 
-def build_report(results_dir: str | Path, out: str | Path | None = None, with_invalid: bool = False) -> list[Path]:
+def build_report(results_dir: str | Path, out: str | Path | None = None, with_invalid: bool = False,
+                 condition: str = "base") -> list[Path]:
     """Write every table and figure; return the files written (raises ValueError if no runs).
-    Invalid runs are left out unless `with_invalid`; every table says what was left out."""
+    Invalid runs are left out unless `with_invalid`; every table says what was left out.
+    Tables 2, 3, 8 and Figure 2 describe `condition` only."""
     results_dir = Path(results_dir)
     out = Path(out) if out is not None else results_dir / "report"
     loaded = load_results(results_dir)
@@ -66,22 +85,61 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     task = "sorting" if (runs["task"] == "sorting").any() else None
-    note = f"Runs: {exclusion_note(runs)}"
+    note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs "
              f"({_counts(runs)}).", "", note, ""]
     if loaded.damaged:
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task or 'all tasks'}.\n")
+    accounting = _accounting_note(runs, task)
+    index.append(accounting + "\n")
+    table_note = f"{note}\n\n{accounting}"
     for name, (title, build) in TABLES.items():
-        written += write_table(build(runs, task), out, name, title, note)
+        if name in PER_CONDITION:
+            frame, title = build(runs, task, condition), f"{title}, condition {condition}"  # type: ignore[call-arg]
+        else:
+            frame = build(runs, task)
+        extra = f" {COST_NOTE}" if name.startswith("table4") else ""
+        written += write_table(frame, out, name, title, table_note + extra)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    try:
+        labels, failure_note = masbench_failures.label_runs(runs, loaded.agents, loaded.events), FAILURE_NOTE
+    except ValueError as exc:  # e.g. runs without agents rows: say so instead of a partial labelling
+        labels, failure_note = pd.DataFrame(columns=["success", *masbench_failures.MODES]), f"Not labelled: {exc}"
+    for name, frame, title in (
+            ("failure_modes", masbench_failures.failure_frequency(labels), "Failure modes (section 5.3) of failed "
+             "sorting runs per model, condition and protocol"),
+            ("failure_labels", labels, "Failure-mode labels of every usable sorting run")):
+        written += write_table(frame, out, name, title, f"{note} {failure_note}")
+        index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    two_phase = {"phases": (PHASES_TITLE, phases.phase_table(tables.for_task(runs, task, accounting="run"))),
+                 "rerun_changes": (RERUN_TITLE, rerun.rerun_changes(tables.for_task(runs, task), loaded.agents))}
+    for name, (title, table) in two_phase.items():
+        if not table.empty:
+            written += write_table(table, out, name, title, table_note)
+            index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
-        written.append(figures.figure2(runs, out / "figure2.png", task, note))
-        index.append("- Figure 2: SR, R, TE and CR against N per model: ![figure 2](figure2.png)")
+        written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
+        index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}: "
+                     "![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
+
+
+def _accounting_note(runs: pd.DataFrame, task: str | None) -> str:
+    """Which phase two-phase rows report, and how many runs lack per-phase values."""
+    text = ("Two-phase conditions (abl_message, camoc) report R, TE, CR and tokens of the scored phase (phase 2), "
+            "one phase's accounting as in the paper's Table 1 (docs/tasks/masbench.md).")
+    used = tables.for_task(runs, task, accounting="run")
+    if phases.two_phase(used).any():
+        text += " `phases` shows phase 1, phase 2 and the whole run side by side."
+    lacking = phases.missing_phase_columns(used)
+    if lacking:
+        text += (f" {lacking} two-phase runs were recorded without per-phase token counts: their TE, CR and "
+                 "tokens are left out of the tables rather than summed over both phases.")
+    return text
 
 
 def _counts(runs: pd.DataFrame) -> str:
@@ -91,13 +149,13 @@ def _counts(runs: pd.DataFrame) -> str:
 
 
 def write_report(results_dir: Path, out: Path | None = None, console: Console | None = None,
-                 with_invalid: bool = False) -> int:
+                 with_invalid: bool = False, condition: str = "base") -> int:
     """CLI entry: build the report, print the overview and where everything went."""
     console = console or Console()
     for line in describe(check_results(results_dir) if Path(results_dir).is_dir() else []):
         console.print(f"masgrid report: {line}", markup=False)
     try:
-        files = build_report(results_dir, out, with_invalid)
+        files = build_report(results_dir, out, with_invalid, condition)
     except ValueError as exc:
         console.print(f"masgrid report: {exc}")
         return 1

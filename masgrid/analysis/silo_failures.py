@@ -1,19 +1,28 @@
 """SILO-Bench failure analysis (section 5.2, appendix G) from the events table.
 
-Rule-based labels per failed run (a successful run carries none):
-- Premature Submission: some agent submitted before its information set covered
-  `spec.required_peers` (the task's minimum set of peers whose data it needs);
-- Consensus Failure: more than one distinct submitted answer (Levels I and III, where
-  all agents must give the same answer; not applicable to Level II, whose agents answer
-  for different segments);
-- Computation Error: some agent whose information set did cover its required peers
-  submitted a wrong answer.
+Rule-based labels per failed run (a successful run carries none; every failed run
+carries at least one):
+- Premature Submission: some agent submitted before what it knew determined its answer
+  (`SiloSpec.knows_answer`: by default its information set covers `spec.required_peers`,
+  the task's minimum set of peers whose data it needs);
+- Consensus Failure: more than one distinct submitted answer, two answers being the same
+  when the task's scorer accepts one for the other (within the task's tolerance) and
+  every correct answer being the truth (Levels I and III, where all agents must give the
+  same answer; not applicable to Level II, whose agents answer for different segments);
+- Computation Error: some agent whose information did determine its answer submitted a
+  wrong one;
+- No Submission (masgrid's addition, not a mode of the paper's Table 4): some agent never
+  submitted a valid answer before R_max (its null answer is scored wrong, appendix C.2).
 
-Information sets follow the recorded transfers (event column `peers`): a received
-message or a read of another agent's file from peer j adds j's information set as of the
-end of the previous round (transitive, so an agent told the result by a collector counts
-as informed by everyone the collector heard from); `transitive=False` counts direct
-senders only. This is an upper bound on what the sender had put in the message.
+Information sets follow the recorded transfers (event column `peers`). What an agent
+knows when it acts in round r is what its model had seen: the replies of rounds before r
+(the replies to its round-r commands reach it only at its next call). A message carries
+the sender's information set as of the start of the round in which it was *sent*, matched
+to its receipt per sender-receiver pair in order (A.2 guarantees that order); an SFS file
+carries its writer's set as of the start of the round of the write that the reader saw
+(replayed from the write/delete events). Transitive, so an agent told the result by a
+collector counts as informed by everyone the collector had heard from; `transitive=False`
+counts direct senders only. This is an upper bound on what the sender put in the message.
 
 Also: the sender x receiver communication matrix (Figure 7) and its PNG, leader
 emergence (an agent receiving more than 1.5x the mean, Table 17), the co-occurrence
@@ -25,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections import defaultdict, deque
 from typing import Any
 
 import numpy as np
@@ -32,9 +42,9 @@ import pandas as pd
 
 from masgrid.analysis.silo_common import level_of, silo_runs
 
-MODES = ("premature", "consensus", "computation")
+MODES = ("premature", "consensus", "computation", "unsubmitted")
 MODE_NAMES = {"premature": "Premature Submission", "consensus": "Consensus Failure",
-              "computation": "Computation Error"}
+              "computation": "Computation Error", "unsubmitted": "No Submission (not in the paper)"}
 SEND_VERBS = {"send_message", "broadcast_message"}
 RECEIVE_VERBS = {"receive_messages", "read_file"}
 LEADER_FACTOR = 1.5
@@ -55,19 +65,63 @@ def _ordered(events: pd.DataFrame) -> pd.DataFrame:
 
 def information_at_submission(events: pd.DataFrame, n: int, transitive: bool = True) -> dict[int, set[int]]:
     """Agent -> the agents whose information it had when it submitted (successful submits only)."""
-    know = [{i} for i in range(n)]
-    at_submit: dict[int, set[int]] = {}
-    commands = _ordered(events[events["kind"] == "command"])
-    for _, rows in commands.groupby(["phase", "round"], sort=True):
-        before = [set(k) for k in know]  # the end of the previous round
-        for row in rows.itertuples(index=False):
-            agent = int(row.agent)
-            if row.verb in RECEIVE_VERBS and row.ok:
-                for j in _peers(row.peers):
-                    know[agent] |= before[j] if transitive else {j}
-            elif row.verb == "submit_result" and row.ok and agent not in at_submit:
-                at_submit[agent] = set(know[agent])
-    return at_submit
+    return _Replay(n, transitive).run(events)
+
+
+class _Replay:
+    """Information sets over one run's command events (see the module docstring)."""
+
+    def __init__(self, n: int, transitive: bool) -> None:
+        self.transitive = transitive
+        self.know = [{i} for i in range(n)]
+        self.mail: dict[tuple[int, int], deque[set[int]]] = defaultdict(deque)  # (sender, receiver) -> carried sets
+        self.files: dict[str, tuple[int, set[int]]] = {}  # path -> (writer, carried set), as of the last round end
+        self.at_submit: dict[int, set[int]] = {}
+
+    def carried(self, sender: int, start: list[set[int]]) -> set[int]:
+        return set(start[sender]) if self.transitive else {sender}
+
+    def run(self, events: pd.DataFrame) -> dict[int, set[int]]:
+        commands = _ordered(events[events["kind"] == "command"])
+        for _, rows in commands.groupby(["phase", "round"], sort=True):
+            start = [set(k) for k in self.know]  # what each model had seen when it wrote this round's reply
+            writes: list[tuple[str, int, set[int] | None]] = []
+            for row in rows.itertuples(index=False):
+                if row.ok:
+                    self.apply(row, start, writes)
+            for path, writer, carried in writes:  # SFS: others see the round's writes from the next round
+                if carried is None:
+                    self.files.pop(path, None)
+                else:
+                    self.files[path] = (writer, carried)
+        return self.at_submit
+
+    def apply(self, row: Any, start: list[set[int]], writes: list) -> None:
+        agent, verb = int(row.agent), row.verb
+        if verb in SEND_VERBS:
+            for j in _peers(row.peers):
+                self.mail[(agent, j)].append(self.carried(agent, start))
+        elif verb == "receive_messages":
+            for j in _peers(row.peers):
+                queue = self.mail[(j, agent)]
+                self.know[agent] |= queue.popleft() if queue else self.carried(j, start)
+        elif verb == "read_file":
+            for j in _peers(row.peers):
+                writer, carried = self.files.get(_path(row), (None, set()))
+                self.know[agent] |= carried if writer == j else self.carried(j, start)
+        elif verb == "write_file":
+            writes.append((_path(row), agent, self.carried(agent, start)))
+        elif verb == "delete_file":
+            writes.append((_path(row), agent, None))
+        elif verb == "submit_result" and agent not in self.at_submit:
+            self.at_submit[agent] = set(start[agent])
+
+
+def _path(row: Any) -> str:
+    """The path argument of an SFS command event (`text` holds the command block)."""
+    text = getattr(row, "text", None)
+    first = text.split("\n", 1)[0].split() if isinstance(text, str) else []
+    return first[1] if len(first) > 1 else ""
 
 
 def comm_matrix(events: pd.DataFrame, n: int) -> np.ndarray:
@@ -91,21 +145,42 @@ def leaders(matrix: np.ndarray, factor: float = LEADER_FACTOR) -> list[int]:
     return [int(i) for i in np.flatnonzero(received > factor * mean)] if mean > 0 else []
 
 
-def _required(run: pd.Series) -> list[set[int]]:
-    """spec.required_peers of every agent, on the run's regenerated instance."""
+def _instance(run: pd.Series) -> tuple[Any, Any]:
+    """(spec, SiloData) of the run's regenerated instance."""
     from masgrid.envs.tasks import get_task
 
     task = get_task(run["task"])
     mode = run["mode"] if isinstance(run.get("mode"), str) else None
     inst = task.generate(int(run["agents"]), int(run["k"]), mode, int(run["seed"]), condition=run["condition"])
-    data = task.data_of(inst)
-    n = int(run["agents"])
-    return [set(task.spec.required_peers(i, n, data)) for i in range(n)]
+    return task.spec, task.data_of(inst)
+
+
+def distinct_answers(answers: list[tuple[Any, bool]], same: Any) -> int:
+    """How many different answers (value, correct) there are, up to the task's tolerance.
+
+    Every correct answer is the truth (one class). A wrong answer joins the first class
+    whose representative `same(rep, answer)` accepts it, else it opens a class; numbers
+    are taken in ascending order, so this is the fewest tolerance-wide groups."""
+    reps: list[Any] = []
+    truth = any(ok for _, ok in answers)
+    wrong = [a for a, ok in answers if not ok]
+    numeric = all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in wrong)
+    for answer in sorted(wrong) if numeric else sorted(wrong, key=lambda a: json.dumps(a, sort_keys=True)):
+        if not any(_accepts(same, rep, answer) for rep in reps):
+            reps.append(answer)
+    return len(reps) + truth
+
+
+def _accepts(same: Any, rep: Any, answer: Any) -> bool:
+    try:
+        return bool(same(answer, rep))
+    except (TypeError, ValueError):
+        return answer == rep
 
 
 def label_runs(runs: pd.DataFrame, agents: pd.DataFrame, events: pd.DataFrame,
                transitive: bool = True) -> pd.DataFrame:
-    """One row per multi-agent SILO run: success, the three failure labels, leaders."""
+    """One row per multi-agent SILO run: success, the failure labels, leaders."""
     runs = silo_runs(runs)
     runs = runs[runs["oracle_n"].isna()]
     by_run_events = dict(tuple(events.groupby("run_id"))) if not events.empty else {}
@@ -116,10 +191,12 @@ def label_runs(runs: pd.DataFrame, agents: pd.DataFrame, events: pd.DataFrame,
         ev = by_run_events.get(run["run_id"], events.iloc[0:0])
         ag = by_run_agents.get(run["run_id"], agents.iloc[0:0]).sort_values("agent")
         info = information_at_submission(ev, n, transitive) if not ev.empty else {}
-        required = _required(run)
-        complete = {i: required[i] | {i} <= s for i, s in info.items()}
-        answers = [a for a in ag["submission"].tolist() if a is not None]
-        wrong = {int(a.agent) for a in ag.itertuples() if a.submission is not None and not a.correct}
+        spec, data = _instance(run)
+        complete = {i: spec.knows_answer(i, s | {i}, data) for i, s in info.items()}
+        given = [a for a in ag.itertuples() if isinstance(a.submission, str)]  # null (None/NaN): none submitted
+        submitted = [(json.loads(a.submission), bool(a.correct)) for a in given]
+        distinct = distinct_answers(submitted, lambda a, b: spec.is_correct(a, b, data))
+        wrong = {int(a.agent) for a in given if not a.correct}
         failed = not bool(run["success"])
         matrix = comm_matrix(ev, n) if not ev.empty else np.zeros((n, n), dtype=np.int64)
         lead = leaders(matrix)
@@ -128,18 +205,16 @@ def label_runs(runs: pd.DataFrame, agents: pd.DataFrame, events: pd.DataFrame,
             "agents": n, "model": run.get("model"), "condition": run["condition"], "success": not failed,
             "sr": float(run["sr"]), "rounds": run["rounds"],
             "premature": failed and any(not ok for ok in complete.values()),
-            "consensus": failed and int(run["level"]) != 2 and len({_canon(a) for a in answers}) > 1,
+            "consensus": failed and int(run["level"]) != 2 and distinct > 1,
             "computation": failed and any(complete.get(i, False) for i in wrong),
+            "unsubmitted": failed and len(submitted) < n,
             "premature_agents": sum(not ok for ok in complete.values()),
-            "distinct_answers": len({_canon(a) for a in answers}),
+            "unsubmitted_agents": n - len(submitted),
+            "distinct_answers": distinct,
             "leader": bool(lead), "leaders": lead,
             "messages_per_agent": float(matrix.sum()) / n,
         })
     return pd.DataFrame(rows)
-
-
-def _canon(answer_json: str) -> str:
-    return json.dumps(json.loads(answer_json), sort_keys=True)
 
 
 def failure_distribution(labels: pd.DataFrame) -> pd.DataFrame:
@@ -216,5 +291,5 @@ def _roman(level: int) -> str:
     return {1: "I", 2: "II", 3: "III"}[level]
 
 
-__all__ = ["behaviour_table", "comm_matrix", "cooccurrence", "failure_distribution", "heatmap_png",
+__all__ = ["behaviour_table", "comm_matrix", "cooccurrence", "distinct_answers", "failure_distribution", "heatmap_png",
            "information_at_submission", "label_runs", "leader_table", "leaders", "level_of"]

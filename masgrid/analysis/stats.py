@@ -45,7 +45,8 @@ def welch_tests(runs: pd.DataFrame, metric: str = "sr", between: str = "conditio
     cells = ok.groupby(list(by), dropna=False) if by else [((), ok)]
     for cell, frame in cells:
         cell = cell if isinstance(cell, tuple) else (cell,)
-        groups = {g: f[metric].to_numpy(dtype=float) for g, f in frame.groupby(between)}
+        # runs without a value (e.g. phase tokens of older two-phase records) are not samples
+        groups = {g: f[metric].dropna().to_numpy(dtype=float) for g, f in frame.groupby(between)}
         names = sorted(groups, key=str)
         if reference is not None:
             pairs = [(reference, g) for g in names if g != reference and reference in groups]

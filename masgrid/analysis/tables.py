@@ -9,6 +9,14 @@ Conventions, where the paper leaves room (docs/analysis.md repeats them):
   TE = mean(te); CR% = 100 * mean(cr). Axes not named by a table are averaged over,
   except the model: every table has the served model (`model`) as its first row key, so
   two models are never averaged into one number.
+- Tables 2, 3, 8 and Figure 2 describe one condition (`condition`, Base unless asked;
+  None pools all conditions, which the paper never does): CAMOC and its ablations change
+  SR and cost, so a mean over conditions would describe no protocol anyone ran.
+- Where the paper's table means whole-instance success (Tables 9-11: "success rate" of a
+  task or condition), `success%` (share of instances with SR = 1) stands next to SR%.
+- Two-phase conditions (abl_message, camoc): R, TE, CR and tokens are those of the scored
+  phase (phase 2), as in the paper's Table 1; `accounting="run"` sums both phases,
+  "phase1"/"phase2" pick one (analysis/phases.py says why).
 - Table 6 reports mean total tokens per run (Base and both ablations pooled vs CAMOC);
   Table 7 divides all tokens spent by the number of successful instances.
 """
@@ -20,6 +28,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.phases import DEFAULT, by_phase
 from masgrid.analysis.validity import usable
 
 PROTOCOLS = ("broadcast", "p2p", "kv")
@@ -50,10 +59,24 @@ def _ordered_pairs(index: pd.Index, preferred: Sequence[object]) -> pd.MultiInde
     return pd.MultiIndex.from_tuples(rows, names=index.names)
 
 
-def for_task(runs: pd.DataFrame, task: str | None) -> pd.DataFrame:
-    """Ok runs of one task (None: all tasks). Tables 1-8 describe sorting unless told otherwise."""
+def for_task(runs: pd.DataFrame, task: str | None, condition: str | None = None,
+             accounting: str = DEFAULT) -> pd.DataFrame:
+    """Ok runs of one task (None: all tasks) and, when given, one condition, with metrics
+    under `accounting` (default: the scored phase, analysis/phases.py). Tables 1-8 describe
+    sorting unless told otherwise."""
     ok = completed(runs)
-    return ok if task is None or ok.empty else ok[ok["task"] == task]
+    ok = ok if task is None or ok.empty else ok[ok["task"] == task]
+    ok = ok if condition is None or ok.empty else ok[ok["condition"] == condition]
+    return by_phase(ok, accounting)
+
+
+def with_success(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """SR% (mean per-agent SR), success% (share of instances with SR = 1) and runs per cell."""
+    frame = ok.assign(success_=ok["success"].fillna(False).astype(bool).astype(float))
+    out = frame.groupby(keys).agg(**{"SR%": ("sr", "mean"), "success%": ("success_", "mean"),
+                                     "runs": ("run_id", "count")})
+    out[["SR%", "success%"]] *= 100
+    return out
 
 
 def _metric_frame(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -65,9 +88,10 @@ def _metric_frame(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return agg
 
 
-def table1(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 1: rows (model, condition), columns (protocol, SR% | R | TE | CR%)."""
-    runs = for_task(runs, task)
+def table1(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = DEFAULT) -> pd.DataFrame:
+    """Table 1: rows (model, condition), columns (protocol, SR% | R | TE | CR%); two-phase rows
+    under `accounting` (default: the scored phase, as the paper)."""
+    runs = for_task(runs, task, accounting=accounting)
     agg = _metric_frame(runs, ["model", "condition", "protocol"])
     wide = agg[[m for m, _, _ in METRICS]].unstack("protocol")
     wide = wide.swaplevel(0, 1, axis=1)
@@ -79,9 +103,10 @@ def table1(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
     return wide.reindex(pd.MultiIndex.from_tuples(rows, names=["model", "condition"]))
 
 
-def table2(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 2: SR% by model and N (rows) and (protocol, K) (columns), averaged over the rest."""
-    runs = for_task(runs, task)
+def table2(runs: pd.DataFrame, task: str | None = "sorting", condition: str | None = "base") -> pd.DataFrame:
+    """Table 2: SR% by model and N (rows) and (protocol, K) (columns) in one condition,
+    averaged over input families."""
+    runs = for_task(runs, task, condition)
     ok = completed(runs)
     sr = ok.groupby(["model", "agents", "protocol", "k"])["sr"].mean().mul(100).unstack(["protocol", "k"])
     protocols = _order(sr.columns.get_level_values(0), PROTOCOLS)
@@ -91,10 +116,10 @@ def table2(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
     return sr
 
 
-def table3(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 3: per model, by input family (ordered by disorder): SR%, R, TE, CR% and the mean
-    inversion rate."""
-    runs = for_task(runs, task)
+def table3(runs: pd.DataFrame, task: str | None = "sorting", condition: str | None = "base") -> pd.DataFrame:
+    """Table 3: per model, by input family (ordered by disorder), in one condition: SR%, R,
+    TE, CR% and the mean inversion rate."""
+    runs = for_task(runs, task, condition)
     agg = _metric_frame(runs, ["model", "mode"])
     ok = completed(runs)
     if "rho" in ok.columns:
@@ -102,9 +127,10 @@ def table3(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
     return agg.reindex(_ordered_pairs(agg.index, MODES))
 
 
-def scaling(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Figure 2's data: SR%, R, TE, CR% by (model, N), averaged over K, mode, protocol, condition."""
-    runs = for_task(runs, task)
+def scaling(runs: pd.DataFrame, task: str | None = "sorting", condition: str | None = "base") -> pd.DataFrame:
+    """Figure 2's data: SR%, R, TE, CR% by (model, N) in one condition, averaged over K,
+    mode and protocol."""
+    runs = for_task(runs, task, condition)
     return _metric_frame(runs, ["model", "agents"])
 
 
@@ -147,9 +173,10 @@ def table7(runs: pd.DataFrame, protocol: str = "kv", task: str | None = "sorting
     return per
 
 
-def table8(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
-    """Table 8: mean tokens per run at N=1 by protocol (interface friction without coordination)."""
-    runs = for_task(runs, task)
+def table8(runs: pd.DataFrame, task: str | None = "sorting", condition: str | None = "base") -> pd.DataFrame:
+    """Table 8: mean tokens per run at N=1 by protocol in one condition (interface friction
+    without coordination)."""
+    runs = for_task(runs, task, condition)
     ok = completed(runs)
     ok = ok[ok["agents"] == 1]
     out = ok.groupby(["model", "protocol"]).agg(tokens_per_run=("tokens_total", "mean"), runs=("run_id", "count"))
@@ -157,15 +184,20 @@ def table8(runs: pd.DataFrame, task: str | None = "sorting") -> pd.DataFrame:
 
 
 def table9(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 9: Base success rate (SR%) by task (rows) and model (columns)."""
+    """Table 9: Base success by task (rows) and model (columns): SR% and success%."""
     ok = completed(runs)
     ok = ok[ok["condition"] == "base"]
-    out = ok.groupby(["task", "model"])["sr"].mean().mul(100).unstack("model")
+    out = with_success(ok, ["task", "model"]).drop(columns="runs").unstack("model").swaplevel(0, 1, axis=1)
+    models = sorted(set(out.columns.get_level_values(0)), key=str)
+    out = out.reindex(columns=pd.MultiIndex.from_product([models, ["SR%", "success%"]]))
     return out.reindex(_order(out.index, ("max", "prefix_sum", "sorting")))
 
 
 def table10(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 10: SR% by model and condition (rows) and task (columns), averaged over the rest."""
+    """Table 10: SR% and success% by model and condition (rows) and task (columns),
+    averaged over the rest."""
     ok = completed(runs)
-    out = ok.groupby(["model", "condition", "task"])["sr"].mean().mul(100).unstack("task")
+    out = with_success(ok, ["model", "condition", "task"]).drop(columns="runs").unstack("task").swaplevel(0, 1, axis=1)
+    tasks = _order(out.columns.get_level_values(0), ("max", "prefix_sum", "sorting"))
+    out = out.reindex(columns=pd.MultiIndex.from_product([tasks, ["SR%", "success%"]]))
     return out.reindex(_ordered_pairs(out.index, ("base", "abl_message", "abl_submit", "camoc")))

@@ -45,7 +45,7 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR [--out DIR] [--include-invalid]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C]  write every table (Markdown, CSV) and figure of a results directory
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
 
@@ -233,8 +233,10 @@ def _report(args: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS_DIR/report)")
     parser.add_argument("--include-invalid", action="store_true",
                         help="also use runs whose model calls failed above validity.max_model_error_rate")
+    parser.add_argument("--condition", default="base",
+                        help="the condition Tables 2, 3, 8 and Figure 2 describe (default base)")
     ns = parser.parse_args(args)
-    return write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid)
+    return write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid, condition=ns.condition)
 
 
 if __name__ == "__main__":

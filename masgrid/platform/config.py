@@ -14,7 +14,9 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from masgrid.actors.backends import BackendSettings
+from masgrid.actors.backends.sampling import compare_with_paper
 from masgrid.envs.protocols import PROTOCOLS
+from masgrid.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
 from masgrid.envs.tasks.simas.options import SimasOptions
@@ -48,7 +50,11 @@ class ExecutionSettings(BaseModel):
     executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None starts local Ray")
-    token_counter: str = Field("approx", description="'approx' or 'hf:/path/to/tokenizer.json'")
+    token_counter: str = Field(
+        "auto", description="how tokens the server did not count (commands, replies, scripted agents) are "
+        "counted: 'auto' (the model preset's `tokenizer`; 'approx' only when it names none or its file is "
+        "missing here, recorded as a fallback), 'approx', 'hf:/path/to/tokenizer.json' or "
+        "'hf-package:<package>/<path>'")
     round_timeout_s: float | None = Field(None, gt=0, description="cap on one round's model calls; default from model timeout")
     actor_start_timeout_s: float = Field(120.0, gt=0)
     reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
@@ -64,6 +70,11 @@ class ExecutionSettings(BaseModel):
     event_flush_bytes: int = Field(
         16 * 2**20, ge=1, description="a run's driver sends its pending events to the recorder once their text "
         "reaches this many bytes (estimated), besides every 10 rounds: a run's event memory is bounded by size")
+
+    @field_validator("token_counter")
+    @classmethod
+    def _known_counter(cls, value: str) -> str:
+        return check_spec(value)
 
 
 #: the family option blocks of RunConfig (each named after its family)
@@ -96,6 +107,7 @@ class RunConfig(BaseModel):
     #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
     #: config to the driver, so the run id never depends on the node that executes it
     _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
+    _counter: CounterChoice | None = PrivateAttr(None)
 
     @field_validator("protocol")
     @classmethod
@@ -210,11 +222,28 @@ class RunConfig(BaseModel):
                 "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
                 "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
                 "max_tokens": m.max_tokens, "sampling_seed": m.seed,
-                "token_counter": self.execution.token_counter, "prompt_hash": self.prompt_hash,
+                "sampling_vs_paper": compare_with_paper(m.paper_sampling, m.model_dump()),
+                **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True)}
+
+    def _counter_columns(self) -> dict[str, Any]:
+        try:
+            counter = self.token_counting()
+        except ValueError as exc:  # a failed run's row: the requested tokenizer could not be loaded
+            return {"token_counter": self.execution.token_counter, "token_counter_source": f"error: {exc}",
+                    "tokenizer_sha256": None}
+        return {"token_counter": counter.spec, "token_counter_source": counter.source,
+                "tokenizer_sha256": counter.sha256}
+
+    def token_counting(self) -> CounterChoice:
+        """The token counter this run uses (envs/tokens.py), resolved once where it is first
+        asked for (the driver: the tokenizer file must exist on the node that counts)."""
+        if self._counter is None:
+            self._counter = resolve_counter(self.execution.token_counter, self.model.tokenizer, self.model.name)
+        return self._counter
 
     def labels(self) -> dict[str, Any]:
         """The filing labels every row of every table carries."""

@@ -26,6 +26,7 @@ from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid.envs.protocols.base import STACKED_VERB
 from masgrid.envs.tasks import Instance, Task, get_task
 from masgrid.platform.config import RunConfig
+from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
@@ -51,6 +52,10 @@ class RunSummary(BaseModel):
     rounds: int | None = None
     te: float | None = None
     cr: float | None = None
+    #: the scored phase of a two-phase run (null otherwise): R, TE, CR as the paper's Table 1 reports them
+    rounds_phase2: int | None = None
+    te_phase2: float | None = None
+    cr_phase2: float | None = None
     model_calls: int | None = None
     model_errors: int | None = None
     wall_s: float = 0.0
@@ -291,7 +296,9 @@ class RunDriver:
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
         return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
                           sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
-                          cr=run_row.get("cr"), model_calls=run_row.get("model_calls"),
+                          cr=run_row.get("cr"), rounds_phase2=run_row.get("rounds_phase2"),
+                          te_phase2=run_row.get("te_phase2"), cr_phase2=run_row.get("cr_phase2"),
+                          model_calls=run_row.get("model_calls"),
                           model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir)
 
     # -- components ------------------------------------------------------------------------
@@ -317,10 +324,11 @@ class RunDriver:
     async def _start_components(self, instance: Instance) -> tuple[Port, AgentPoolClient]:
         cfg = self.cfg
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
+        counter = cfg.token_counting().spec  # auto resolved: the model's tokenizer, else approx (recorded)
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
-                        token_counter=cfg.execution.token_counter, pooled=self.remote and self.pool is not None)
+                        token_counter=counter, pooled=self.remote and self.pool is not None)
         env, *hosts = await asyncio.gather(
-            self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, cfg.execution.token_counter,
+            self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, counter,
                         cfg.condition),
             *(self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)))
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
@@ -360,9 +368,9 @@ class RunDriver:
         scheduler = get_scheduler(task.schedule)
         n_phases = task.phase_count(instance, cfg.condition)
         previous: list[Any] = [None] * cfg.agents
-        phase_rounds: list[int] = []
         first_prompts: list[str] = []
-        phase1_subs: list[Any] = []
+        phase_subs: list[list[Any]] = []  # the submissions each phase ended with
+        marks = [mark(log.stats)]  # every agent's counters at each phase boundary
 
         async def flush() -> None:
             chunk, rows = log.take_chunk()
@@ -392,15 +400,17 @@ class RunDriver:
                                agents=LoggedAgents(pool, log, phase, flush), env=env,
                                on_round=on_round)
             result = await scheduler.run_phase(ctx)
-            phase_rounds.append(result.rounds)
             submissions = result.submissions
-            if phase == 1:
-                phase1_subs = list(submissions)
+            phase_subs.append(list(submissions))
+            marks.append(mark(log.stats))
             previous = list(submissions)
             await flush()
         await pool.close()
 
         score = task.score(instance, submissions)
+        phase_scores = [task.score(instance, subs) for subs in phase_subs[:-1]] + [score]
+        phased = phase_columns([phase_usage(a, b) for a, b in zip(marks, marks[1:])], phase_scores, phase_subs)
+        phase1_correct = phase_scores[0].correct
         stats = log.stats
         usage = {
             "tokens_in": sum(s.tokens_in for s in stats),
@@ -412,8 +422,6 @@ class RunDriver:
             "success": score.success,
             "sr": sum(score.correct) / len(score.correct),
             "rounds": max(s.rounds for s in stats),
-            "rounds_phase1": phase_rounds[0],
-            "rounds_phase2": phase_rounds[1] if len(phase_rounds) > 1 else None,
             "submitted": sum(s is not None for s in submissions),
             **usage,
             "messages_sent": sum(s.messages_sent for s in stats),
@@ -426,21 +434,25 @@ class RunDriver:
             "command_errors": sum(s.command_errors for s in stats),
             "stacked_blocks": sum(s.stacked_blocks for s in stats),
             "startup_s": startup_s,
+            **phased,
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
+                  "model_errors": metrics["model_errors"],
                   "deliveries": sum(s.deliveries for s in stats),
                   "files_read_others": sum(s.files_read_others for s in stats),
-                  "phase1_submissions": phase1_subs if n_phases > 1 else None}
-        metrics.update(task.run_metrics(instance, score, {**usage, **counts}))
+                  "phase1_submissions": phase_subs[0] if n_phases > 1 else None}
+        phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
+        metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
         agent_rows = [
             {
                 "run_id": log.run_id, **log.partition, "agent": i,
                 "submission": _json(submissions[i]), "expected": _json(instance.expected[i]),
                 "correct": score.correct[i], "partial": score.partial[i],
-                "submitted_phase1": _json(phase1_subs[i]) if n_phases > 1 else None,
+                "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
+                "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
                 "system_prompt": first_prompts[i], **stats[i].__dict__, **cfg.labels(),
             }
             for i in range(cfg.agents)

@@ -23,7 +23,7 @@ def code_provenance() -> dict[str, Any]:
 
     return {"masgrid_version": masgrid.__version__, "git_commit": git_commit(), "python_version":
             platform.python_version(), "ray_version": _version("ray"), "vllm_version": _version("vllm"),
-            "hostname": socket.gethostname()}
+            "tokenizers_version": _version("tokenizers"), "hostname": socket.gethostname()}
 
 
 def git_commit(root: Path | None = None) -> str:

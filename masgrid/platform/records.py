@@ -27,7 +27,10 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("top_p", pa.float64()),
     ("max_tokens", pa.int64()),
     ("sampling_seed", pa.int64()),
-    ("token_counter", pa.string()),  # how tokens without server usage were counted
+    ("sampling_vs_paper", pa.string()),  # paper presets: as paper | as paper where known (unknown: ..) | differs: ..
+    ("token_counter", pa.string()),  # how tokens without server usage were counted: approx or hf:<file>
+    ("token_counter_source", pa.string()),  # requested | model preset | fallback: <why approx>
+    ("tokenizer_sha256", pa.string()),  # sha256 of the tokenizer file counted with; null for approx
     ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
     ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
@@ -41,14 +44,29 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
 #: filing labels carried by every row of every table (not part of a run's identity)
 LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("tags", pa.list_(pa.string()))]
 
+#: metrics recorded per phase as `<name>_phase1` / `<name>_phase2` (platform/phase_metrics.py): phase 1
+#: is the first run of the task, phase 2 the rerun of a two-phase condition (null otherwise).
+#: MAS-Bench tables report the scored phase by default (analysis/phases.py).
+PHASE_METRICS: dict[str, tuple[pa.DataType, str]] = {
+    "success": (pa.bool_(), "success of the submissions the phase ended with"),
+    "sr": (pa.float64(), "sr of the submissions the phase ended with"),
+    "check": (pa.bool_(), "the task's global check of the submissions the phase ended with"),
+    "submitted": (pa.int64(), "agents that submitted in the phase"),
+    "rounds": (pa.int64(), "R = max over agents of model calls (eq. 5)"),
+    "tokens_in": (pa.int64(), "prompt tokens"),
+    "tokens_out": (pa.int64(), "completion tokens"),
+    "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
+    "tokens_comm": (pa.int64(), "communication tokens (appendix C)"),
+    "te": (pa.float64(), "token efficiency N*K / tokens_total * 1e5 (eq. 6)"),
+    "cr": (pa.float64(), "communication ratio tokens_comm / tokens_total (eq. 7)"),
+}
+
 #: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1)"),
     "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (MAS-Bench eq. 4; SILO S, eq. 2)"),
     "check": (pa.bool_(), "task's global check, e.g. MAS-Bench CHECK: submissions concatenate to the sorted union"),
     "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
-    "rounds_phase1": (pa.int64(), "rounds executed in phase 1"),
-    "rounds_phase2": (pa.int64(), "rounds executed in phase 2 (two-phase conditions), else null"),
     "te": (pa.float64(), "token efficiency N*K / total tokens * 1e5 (eq. 6)"),
     "cr": (pa.float64(), "communication ratio, communication tokens / total tokens (eq. 7)"),
     "rho": (pa.float64(), "inversion rate of the global input (eq. 3)"),
@@ -71,6 +89,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
                        "(each run on its own), text no command takes, or command lines kept in a write_file value; "
                        "each has a harness event with verb stacked"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
+    **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
+       for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
     "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
     "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
     "density": (pa.float64(), "SILO communication density D, messages delivered (SFS: reads of others' files) / N(N-1) (eq. 5)"),
@@ -100,6 +120,11 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "byzantine_agents": (pa.int64(), "AgentsNet agents given the adversarial objective (appendix I)"),
     "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none, aware or unaware"),
     "chain_of_thought": (pa.bool_(), "AgentsNet: agents asked to reason before each JSON reply"),
+    "reply_parser": (pa.string(), "AgentsNet: how replies were read, strict or reference (agentsnet.parser)"),
+    "reference_unscorable": (pa.bool_(), "AgentsNet: the released code would have recorded no score for this run "
+                             "(a model call failed after retries, or its scorer divides by zero); masgrid scores it"),
+    "reference_unscorable_reason": (pa.string(), "AgentsNet: why reference_unscorable, '+'-joined: model_error, "
+                                    "no_coordinator (vertex cover, nobody said Yes), no_edges, no_agents; null when scorable"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -116,6 +141,7 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("python_version", pa.string()),
     ("ray_version", pa.string()),
     ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
+    ("tokenizers_version", pa.string()),  # the library that counted with token_counter hf:...
     ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
@@ -147,13 +173,15 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "correct": (pa.bool_(), "boolean", "submission equals expected"),
     "partial": (pa.float64(), "fraction in [0, 1]", "the task's partial credit for this agent's answer"),
     "submitted_phase1": (pa.string(), "JSON", "the phase-1 answer as JSON (two-phase conditions only, else null)"),
+    "correct_phase1": (pa.bool_(), "boolean", "the phase-1 answer equals expected (two-phase conditions only, "
+                                              "else null): with `correct`, what the rerun fixed or broke"),
     "rounds": (pa.int64(), "rounds (model calls)", "rounds in which this agent was called, all phases (a retry is not a round)"),
     "tokens_in": (pa.int64(), "tokens", "prompt tokens of this agent's model calls, retries included"),
     "tokens_out": (pa.int64(), "tokens", "completion tokens of this agent's model calls, retries included"),
     "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies"),
     "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
     "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
-    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver)"),
+    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; SILO: a receiver still active at the round boundary)"),
     "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
     "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),

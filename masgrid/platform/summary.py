@@ -22,12 +22,18 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     if s.model_calls is not None and cfg.backend != "scripted":
         rate = s.model_errors / s.model_calls if s.model_calls and s.model_errors is not None else 0.0
         rows.append(("model calls", f"{s.model_calls} ({s.model_errors} failed, {rate:.1%})"))
+    both = " (both phases)" if s.rounds_phase2 is not None else ""
     rows += [
         ("success", str(s.success)),
         ("SR", _fmt(s.sr, "{:.3f}")),
-        ("rounds R", _fmt(s.rounds, "{}")),
-        ("token efficiency TE", _fmt(s.te, "{:.2f}")),
-        ("communication ratio CR", _fmt(s.cr, "{:.3f}")),
+        (f"rounds R{both}", _fmt(s.rounds, "{}")),
+        (f"token efficiency TE{both}", _fmt(s.te, "{:.2f}")),
+        (f"communication ratio CR{both}", _fmt(s.cr, "{:.3f}")),
+    ]
+    if both:  # the tables report the scored phase (docs/tasks/masbench.md, "Per-phase metrics")
+        rows.append(("phase 2 (scored)", f"R {_fmt(s.rounds_phase2, '{}')}, TE {_fmt(s.te_phase2, '{:.2f}')}, "
+                                         f"CR {_fmt(s.cr_phase2, '{:.3f}')}"))
+    rows += [
         ("wall time", f"{s.wall_s:.2f} s"),
         ("results", f"{s.results_dir}/{{runs,agents,events}} (pandas.read_parquet)"),
     ]

@@ -57,3 +57,35 @@ def test_tables_and_figures(tmp_path: Path) -> None:
     assert an.table_prompt_variants(runs).loc["base", "Average"].startswith("0.50")
     for png in (an.figure_task_contributions(runs, tmp_path / "f4.png"), an.figure_scaling(runs, tmp_path / "f5.png")):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tables_both_ways_over_the_reference_flag() -> None:
+    # vertex cover, one cell: solved, flagged (nobody said Yes: 0), solved, unsolved, recorded before the flag
+    rows = [("m", 8, "agentsnet/vertex_cover", "ws", ok, 0.5) for ok in (True, False, True, False, True)]
+    df = pd.DataFrame(rows, columns=["model", "agents", "task", "graph", "success", "soft_score"])
+    df["status"], df["condition"] = "ok", "base"
+    df["reference_unscorable"] = [False, True, False, False, None]
+    df["reference_unscorable_reason"] = [None, "no_coordinator", None, None, None]
+    every, recorded = an.agentsnet_runs(df), an.agentsnet_runs(df, "reference")
+    assert an.table_solved(every).loc["m", "Vertex Cover"].startswith(f"{3 / 5:.2f}")
+    assert an.table_solved(recorded).loc["m", "Vertex Cover"].startswith(f"{3 / 4:.2f}")
+    assert an.run_set_note(every) == ("Run set 'all': 1 runs the released code would not have recorded are counted "
+                                      "with masgrid's scores (1 no_coordinator); 1 runs recorded without the flag "
+                                      "are treated as recorded.")
+    assert an.run_set_note(every, "reference").startswith("Run set 'reference': 1 runs ")
+    with pytest.raises(ValueError, match="run_set"):
+        an.agentsnet_runs(df, "paper")
+    older = df.drop(columns=["reference_unscorable", "reference_unscorable_reason"])
+    assert len(an.agentsnet_runs(older, "reference")) == 5
+
+
+def test_parser_modes_are_never_pooled() -> None:
+    rows = [("m", 8, "agentsnet/coloring", "ba", ok, 1.0) for ok in (True, False, False)]
+    df = pd.DataFrame(rows, columns=["model", "agents", "task", "graph", "success", "soft_score"])
+    df["status"], df["condition"] = "ok", "base"
+    df["reply_parser"] = ["strict", "reference", None]  # None: recorded before the column, read strictly
+    with pytest.raises(ValueError, match="both parser modes"):
+        an.agentsnet_runs(df)
+    assert an.agentsnet_runs(df, parser="strict")["success"].tolist() == [1.0, 0.0]
+    assert an.agentsnet_runs(df, parser="reference")["success"].tolist() == [0.0]
+    assert an.agentsnet_runs(df.iloc[[0, 2]])["reply_parser"].tolist() == ["strict", "strict"]

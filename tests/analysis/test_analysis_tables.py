@@ -112,17 +112,22 @@ def test_table1_model_condition_protocol(dataset):
 
 def test_table2_sr_by_n_and_k(dataset):
     root, ok = dataset
-    t2 = table2(load_results(root).runs)
-    sorting = [r for r in ok if r["task"] == "sorting"]
+    runs = load_results(root).runs
+    t2 = table2(runs)
+    sorting = [r for r in ok if r["task"] == "sorting" and r["condition"] == "base"]  # Base unless asked
     assert list(t2.index) == [(m, n) for m in MODELS for n in (1, 3)]  # never averaged over models
     for (m, n, p, k), values in _group(sorting, ("model", "agents", "protocol", "k"), "sr").items():
         assert t2.loc[(m, n), (p, k)] == pytest.approx(100 * _mean(values))
+    camoc = table2(runs, condition="camoc")
+    for (m, n, p, k), values in _group([r for r in ok if r["task"] == "sorting" and r["condition"] == "camoc"],
+                                       ("model", "agents", "protocol", "k"), "sr").items():
+        assert camoc.loc[(m, n), (p, k)] == pytest.approx(100 * _mean(values))
 
 
 def test_table3_by_input_family(dataset):
     root, ok = dataset
     t3 = table3(load_results(root).runs)
-    sorting = [r for r in ok if r["task"] == "sorting"]
+    sorting = [r for r in ok if r["task"] == "sorting" and r["condition"] == "base"]
     assert list(t3.index) == [(m, mode) for m in MODELS for mode in ("asc", "random")]  # by disorder
     for key, values in _group(sorting, ("model", "mode"), "sr").items():
         assert t3.loc[key, "SR%"] == pytest.approx(100 * _mean(values))
@@ -160,15 +165,21 @@ def test_tables_8_9_10(dataset):
     root, ok = dataset
     runs = load_results(root).runs
     t8 = table8(runs)
-    for (m, p), values in _group([r for r in ok if r["task"] == "sorting" and r["agents"] == 1],
+    for (m, p), values in _group([r for r in ok if r["task"] == "sorting" and r["agents"] == 1
+                                  and r["condition"] == "base"],
                                  ("model", "protocol"), "tokens_total").items():
         assert t8.loc[(m, p), "tokens_per_run"] == pytest.approx(_mean(values))
     t9 = table9(runs)
-    for (task, m), values in _group([r for r in ok if r["condition"] == "base"], ("task", "model"), "sr").items():
-        assert t9.loc[task, m] == pytest.approx(100 * _mean(values))
+    base = [r for r in ok if r["condition"] == "base"]
+    for (task, m), values in _group(base, ("task", "model"), "sr").items():
+        assert t9.loc[task, (m, "SR%")] == pytest.approx(100 * _mean(values))
+    for (task, m), values in _group(base, ("task", "model"), "success").items():
+        assert t9.loc[task, (m, "success%")] == pytest.approx(100 * sum(values) / len(values))  # whole instances
     t10 = table10(runs)
     for (m, c, task), values in _group(ok, ("model", "condition", "task"), "sr").items():
-        assert t10.loc[(m, c), task] == pytest.approx(100 * _mean(values))
+        assert t10.loc[(m, c), (task, "SR%")] == pytest.approx(100 * _mean(values))
+    for (m, c, task), values in _group(ok, ("model", "condition", "task"), "success").items():
+        assert t10.loc[(m, c), (task, "success%")] == pytest.approx(100 * sum(values) / len(values))
 
 
 def test_welch_conditions_against_base(dataset):

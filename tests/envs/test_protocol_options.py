@@ -70,7 +70,7 @@ def test_default_messages_visible_in_the_same_round(name: str, send: str) -> Non
 def test_silo_inbox_filled_at_next_round_start(name: str, send: str) -> None:
     p = proto(name, options=SILO)
     p.begin_round(1)
-    assert replies(p, 0, send)[0].startswith("delivered")
+    assert replies(p, 0, send)[0].startswith("sent")  # reaches the inbox at the round boundary
     assert replies(p, 1, "receive_messages") == ["no new messages"]
     p.begin_round(2)
     out = p.apply_reply(1, blocks("receive_messages"), None)[0]
@@ -83,7 +83,10 @@ def test_silo_broadcast_skips_submitted_agents_default_does_not() -> None:
         p = proto("broadcast", options=options)
         p.begin_round(1)
         replies(p, 2, "submit_result 3")
+        p.close_round()
+        p.begin_round(2)
         out = p.apply_reply(0, blocks("broadcast_message x"), None)[0]
+        p.close_round()
         assert out.extra["peers"] == expected and out.deliveries == len(expected)
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from masgrid.actors.backends.sampling import PaperSampling
+from masgrid.envs.tokens import check_spec
 
 Message = dict[str, str]
 
@@ -45,6 +48,17 @@ class Completion(BaseModel):
     retry_of: Completion | None = None
 
 
+class TokenPrice(BaseModel):
+    """A model's list price, for the cost estimate of `masgrid report` (MAS-Bench Table 4).
+    Optional and never part of a run's identity: it is recorded in `config_json` only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_usd_per_mtok: float = Field(ge=0, description="US dollars per million prompt tokens")
+    output_usd_per_mtok: float = Field(ge=0, description="US dollars per million completion tokens")
+    source: str | None = Field(None, description="where the price was read, and when")
+
+
 class BackendSettings(BaseModel):
     """How agents reach a model; the `model` config group fills these."""
 
@@ -72,8 +86,22 @@ class BackendSettings(BaseModel):
         "backend=openai (uvicorn and vLLM keep idle connections 5 s), 60 s for backend=serve over HTTP "
         "(Ray Serve's proxy keeps them 90 s)")
     extra_body: dict = Field(default_factory=dict, description="extra request fields (vLLM sampling knobs)")
+    tokenizer: str | None = Field(
+        None, description="the model's tokenizer as a token-counter spec ('hf:<tokenizer.json>' or "
+        "'hf-package:<package>/<path>'); execution.token_counter=auto counts with it (envs/tokens.py)")
     deployment: str | None = Field(None, description="Ray Serve app/deployment for backend=serve")
     serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")
+    price: TokenPrice | None = Field(None, description="list price per million tokens, for cost estimates only; "
+                                                       "unset: reports say the cost is unknown")
+
+    paper_sampling: PaperSampling | None = Field(
+        None, description="what a paper's runs of this model used for sampling (backends/sampling.py, "
+        "docs/models.md); recorded, never sent")
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_spec(cls, value: str | None) -> str | None:
+        return None if value is None else check_spec(value, allow_auto=False)
 
     @property
     def request_model(self) -> str:

@@ -49,11 +49,15 @@ _IGNORED_CHARS = 200
 class ProtocolOptions(BaseModel):
     """Round semantics a task may ask for; the defaults are MAS-Bench's (appendix E/F).
 
-    SILO-Bench appendix A.5 asks for all five switches flipped (`ProtocolOptions.silo()`):
+    SILO-Bench appendix A.5 asks for all six switches flipped (`ProtocolOptions.silo()`):
     `wait` ends the turn, nothing sent or written in round r is visible before r + 1
     (inboxes filled atomically at round start, SFS reads see the end-of-previous-round
     store plus the reader's own writes), an agent that submitted leaves the round at
-    once, submissions have no protocol side effect, and broadcasts skip submitted agents.
+    once, submissions have no protocol side effect, broadcasts skip submitted agents, and
+    who has submitted is read from the round start (`round_start_roster`: a send is refused
+    only if the receiver submitted in an earlier round, and it counts as delivered only if
+    the receiver is still active when the round ends), so the order in which the round's
+    replies are applied changes nothing.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -63,11 +67,12 @@ class ProtocolOptions(BaseModel):
     submit_ends_turn: bool = False
     submit_notice: bool = True
     deliver_to_submitted: bool = True
+    round_start_roster: bool = False
 
     @classmethod
     def silo(cls) -> ProtocolOptions:
         return cls(wait_ends_turn=True, next_round_visibility=True, submit_ends_turn=True,
-                   submit_notice=False, deliver_to_submitted=False)
+                   submit_notice=False, deliver_to_submitted=False, round_start_roster=True)
 
 
 class Protocol(ABC):
@@ -115,6 +120,10 @@ class Protocol(ABC):
     def opening(self) -> dict[int, list[str]]:
         """User messages each agent gets before its first call (none by default)."""
         return {}
+
+    def close_round(self) -> None:
+        """Called once after every reply of the round was applied and before the outcomes
+        are recorded: a substrate may settle what depends on the whole round (deliveries)."""
 
     def end_round(self) -> dict[int, list[str]]:
         """Messages delivered to agents after every reply of the round was applied

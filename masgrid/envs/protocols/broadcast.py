@@ -25,31 +25,35 @@ class BroadcastProtocol(MailboxProtocol):
         text = "\n".join(part for part in (args, body) if part).strip()
         if not text:
             raise CommandError("empty message; usage: broadcast_message <text>")
-        receivers = self._fan_out(agent, text)
+        receivers = self._fan_out(agent, text, out)
         out.messages_sent = 1
-        out.deliveries = len(receivers)
-        out.extra["peers"] = receivers
+        verb = "sent" if self.options.round_start_roster else "delivered"
         if not receivers:
-            return "delivered (no other agents)"
-        return "delivered (" + ", ".join(agent_name(j) for j in receivers) + ")"
+            return f"{verb} (no other agents)"
+        return f"{verb} (" + ", ".join(agent_name(j) for j in receivers) + ")"
 
-    def _fan_out(self, agent: int, text: str) -> list[int]:
+    def _fan_out(self, agent: int, text: str, out: CommandOutcome | None) -> list[int]:
+        """Store `text` for every receiver; `out` None: a harness notice, not counted as a message."""
         # SILO A.5: an agent that submitted receives nothing more (deliver_to_submitted off).
         receivers = [j for j in range(self.n_agents)
-                     if j != agent and (self.options.deliver_to_submitted or not self.submitted(j))]
-        for j in receivers:
-            self.insert(agent, j, text)
+                     if j != agent and (self.options.deliver_to_submitted or not self.offline(j))]
+        if out is None:
+            for j in receivers:
+                self.insert(agent, j, text)
+        else:
+            self.deliver(agent, receivers, text, out)
         return receivers
 
     def _list_agents(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
+        # under round_start_roster: the status at the round start, the same for every agent
         return ", ".join(
-            f"{agent_name(j)}: {'submitted' if self.submitted(j) else 'active'}"
+            f"{agent_name(j)}: {'submitted' if self.offline(j) else 'active'}"
             + (" (you)" if j == agent else "")
             for j in range(self.n_agents)
         )
 
     def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:
-        receivers = self._fan_out(agent, f"{agent_name(agent)} submitted result {format_answer(value)}")
+        receivers = self._fan_out(agent, f"{agent_name(agent)} submitted result {format_answer(value)}", None)
         if not receivers:
             return "broadcasted to no other agents"
         return "broadcasted to " + ", ".join(agent_name(j) for j in receivers)

@@ -18,6 +18,8 @@ accepts JSON keys from its global name list and silently drops messages to non-n
 we treat a non-neighbour key as malformed (it gets the retry), as the issue specifies.
 The reference tries the text from every '{' to the last '}'; we decode the first complete
 JSON value at every '{', which also accepts a JSON object followed by more prose.
+`agentsnet.parser=reference` (instance param `parser`) parses as the reference does
+instead (local_reference.py); the retry is the same in both modes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from masgrid.resources import conf_cached, read_text
 
 FINAL_MARKER = "### Final Answer ###"
 EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"
+#: how replies are read: strict (this module, the default) or as the released code does
+PARSER_MODES = ("strict", "reference")
 
 _DECODER = json.JSONDecoder()
 
@@ -91,23 +95,51 @@ def parse_final_answer(text: str | None, options: list[str]) -> str:
     raise ValueError(f"no '{FINAL_MARKER}' followed by one of: {', '.join(options)}")
 
 
+def read_messages(text: str | None, neighbors: list[str], parser: str = "strict") -> tuple[dict[str, str], list[str]]:
+    """The messages a reply delivers and the keys dropped on the way (reference mode only)."""
+    if parser == "reference":
+        from masgrid.envs.protocols.local_reference import reference_parse_messages
+
+        got = reference_parse_messages(text, neighbors)
+        return got.delivered, got.dropped
+    return parse_messages(text, neighbors), []
+
+
+def read_final_answer(text: str | None, options: list[str], parser: str = "strict") -> str:
+    """The final answer of a reply under the parser mode; ValueError when there is none."""
+    if parser == "reference":
+        from masgrid.envs.protocols.local_reference import reference_parse_final_answer
+
+        return reference_parse_final_answer(text, options)
+    return parse_final_answer(text, options)
+
+
+def parser_mode(params: dict[str, Any]) -> str:
+    """The instance's parser mode (instances made before the option existed are strict)."""
+    mode = str(params.get("parser") or "strict")
+    if mode not in PARSER_MODES:
+        raise ValueError(f"agentsnet.parser: one of {', '.join(PARSER_MODES)}, not {mode!r}")
+    return mode
+
+
 class LocalReplyValidator:
     """Checks one agent's reply against what the round expects; returns the retry prompt."""
 
-    def __init__(self, neighbors: list[str], options: list[str]) -> None:
+    def __init__(self, neighbors: list[str], options: list[str], parser: str = "strict") -> None:
         self.neighbors = neighbors
         self.options = options
+        self.parser = parser
         self.prompts = local_prompts()
 
     def __call__(self, expect: str, text: str | None) -> str | None:
         if expect == EXPECT_FINAL:
             try:
-                parse_final_answer(text, self.options)
+                read_final_answer(text, self.options, self.parser)
                 return None
             except ValueError:
                 return self.prompts["retry_answer"]
         try:
-            parse_messages(text, self.neighbors)
+            read_messages(text, self.neighbors, self.parser)
             return None
         except MessageFormatError as exc:
             return Template(self.prompts["retry_json"]).safe_substitute(problem=str(exc))
@@ -135,6 +167,7 @@ class LocalProtocol(Protocol):
         self.rounds = int(instance.params["rounds"])
         self.cot = bool(instance.params.get("cot", True))
         self.question = str(instance.params.get("question", ""))
+        self.parser = parser_mode(instance.params)
         self.prompts = local_prompts()
 
     @classmethod
@@ -145,7 +178,7 @@ class LocalProtocol(Protocol):
     @classmethod
     def reply_validator(cls, view: Any) -> Callable[[str, str | None], str | None] | None:
         local = view.local_input
-        return LocalReplyValidator(list(local["neighbors"]), list(local["valid_answers"]))
+        return LocalReplyValidator(list(local["neighbors"]), list(local["valid_answers"]), parser_mode(view.params))
 
     # -- prompts -------------------------------------------------------------------------------
     def _t(self, key: str, **values: Any) -> str:
@@ -199,19 +232,21 @@ class LocalProtocol(Protocol):
             return [CommandOutcome(block="", verb=verb, reply=MSG_MODEL_ERROR, ok=False)]
         if final:
             try:
-                value = parse_final_answer(text, self.options[agent])
+                value = read_final_answer(text, self.options[agent], self.parser)
             except ValueError as exc:
                 self.failed[agent] += 1
                 return [CommandOutcome(block="", verb=verb, reply=str(exc), ok=False)]
             self.slots[agent] = value
             return [CommandOutcome(block=value, verb=verb, reply="", submitted=value)]
         try:
-            messages = parse_messages(text, self.neighbors[agent])
+            messages, dropped = read_messages(text, self.neighbors[agent], self.parser)
         except MessageFormatError as exc:
             self.failed[agent] += 1
             self.outbox[agent] = {}
             return [CommandOutcome(block="", verb=verb, reply=str(exc), ok=False)]
         self.outbox[agent] = messages
-        out = CommandOutcome(block=json.dumps(messages, ensure_ascii=False), verb=verb, reply="",
+        # reference mode: keys naming agents who are not neighbours reach nobody (the agent is not told)
+        note = f"not delivered, not a neighbour: {', '.join(dropped)}" if dropped else ""
+        out = CommandOutcome(block=json.dumps(messages, ensure_ascii=False), verb=verb, reply=note,
                              communication=True, messages_sent=len(messages), deliveries=len(messages))
         return [out]

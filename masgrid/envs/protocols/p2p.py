@@ -1,4 +1,9 @@
-"""P2P messaging: directed sends, refused once the receiver has submitted (MAS-Bench E.3)."""
+"""P2P messaging: directed sends, refused once the receiver has submitted (MAS-Bench E.3).
+
+Under SILO's `round_start_roster` "has submitted" means before the current round, and the
+reply says the message was sent, not delivered: it reaches the receiver's inbox at the
+round boundary only if the receiver is still active then (messaging.py).
+"""
 
 from __future__ import annotations
 
@@ -25,12 +30,12 @@ class P2PProtocol(MailboxProtocol):
             raise CommandError("empty message; usage: send_message <to_id> <text>")
         if target == agent:
             raise CommandError("cannot send a message to yourself")
-        if self.submitted(target):
+        if self.offline(target):
             # Refused at the harness layer: nothing is inserted (E.3).
             out.extra["refused"] = True
             return f"{agent_name(target)} is offline (already submitted); message not delivered"
-        self.insert(agent, target, text)
+        self.deliver(agent, [target], text, out)
         out.messages_sent = 1
-        out.deliveries = 1
-        out.extra["peers"] = [target]
+        if self.options.round_start_roster:
+            return f"sent to {agent_name(target)} (readable from the next round)"
         return f"delivered to {agent_name(target)}"

@@ -39,7 +39,7 @@ class Score(BaseModel):
     success: bool
     correct: list[bool]
     partial: list[float] = Field(description="per-agent partial score in [0, 1]")
-    metrics: dict[str, float | int | bool | None] = Field(default_factory=dict)
+    metrics: dict[str, float | int | bool | str | None] = Field(default_factory=dict)  # str: labels (AgentsNet flags)
 
 
 class AgentView(BaseModel):

@@ -78,7 +78,9 @@ def test_identity_is_stable_without_edits(conf_copy):
 def test_editing_one_masbench_task_reruns_that_task_only(conf_copy):
     path = conf_copy / "prompts/masbench/task_max.yaml"
     assert changed_after(lambda: edit_yaml(path, "objective", append=" Be brief.")) == \
-        points(lambda task, *_: task == "max")
+        points(lambda task, proto, n, cond: task == "max" and n != "1")  # N = 1 reads objective_solo
+    assert changed_after(lambda: edit_yaml(path, "objective_solo", append=" Be brief.")) == \
+        points(lambda task, proto, n, cond: task == "max" and n == "1")
 
 
 def test_editing_the_camoc_rerun_text_reruns_camoc_points_only(conf_copy):

@@ -70,6 +70,21 @@ def first_names() -> tuple[str, ...]:
     return names
 
 
+@conf_cached(maxsize=1)
+def _name_pool() -> frozenset[str]:
+    return frozenset(first_names())
+
+
+def is_agent_name(name: str) -> bool:
+    """Whether the generator can give an agent this name: a pool name or a hyphenated pair
+    of two different pool names (the reference parser mode accepts exactly these keys)."""
+    pool = _name_pool()
+    if name in pool:
+        return True
+    first, sep, second = name.partition("-")
+    return bool(sep) and first != second and first in pool and second in pool
+
+
 def graph_rng(model: str, n: int, seed: int) -> np.random.Generator:
     digest = hashlib.sha256(f"agentsnet:{model}:{n}:{seed}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))

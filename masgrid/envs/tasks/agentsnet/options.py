@@ -18,5 +18,8 @@ class AgentsNetOptions(BaseModel):
     cot: bool = Field(True, description="ask for step-by-step reasoning before each JSON reply and the final answer")
     byzantine: Literal["none", "aware", "unaware"] = Field(
         "none", description="appendix I: adversarial agents, honest agents told (aware) or not (unaware)")
+    parser: Literal["strict", "reference"] = Field(
+        "strict", description="how replies are read: strict, or as the released code reads them "
+                              "(masgrid/envs/protocols/local_reference.py, docs/agentsnet.md)")
     byzantine_count: int | None = Field(None, ge=0, description="adversaries f; null = 1, 2, 3 for 4, 8, 16 agents, "
                                                                  "else round(n/4) capped below n/3")

@@ -18,7 +18,8 @@ coverage * essential / #coordinators. They agree whenever the coordinators cover
 edge; when coverage < 1 the code counts every coordinator as essential (removing any
 keeps coverage below 1), so its score is just the coverage. We follow the code and keep
 the paper's formula as `vertex_cover_paper_score` for comparison. Where the code would
-divide by zero (no coordinators, or no edges) we define the score explicitly below.
+divide by zero (no coordinators, or no edges) we define the score explicitly below and
+name the case (`reference_failure`), so the run is flagged `reference_unscorable`.
 
 Byzantine runs (appendix I) score only honest agents: every function takes the graph
 already restricted to the honest agents (see `restrict`).
@@ -119,6 +120,25 @@ def vertex_cover_paper_score(g: ScoredGraph) -> float:
         return 1.0 if not g.edges else 0.0
     non_essential = sum(chosen[u] and all(chosen[w] for w in g.adjacency[u]) for u in range(g.n))
     return _coverage(g, chosen) * (1 - non_essential / size)
+
+
+# -- answer sets the released code cannot score ------------------------------------------------
+
+def reference_failure(problem: str, g: ScoredGraph) -> str | None:
+    """Why the released code's scorer would raise (ZeroDivisionError) on this answer set.
+
+    Its coloring and vertex-cover scores divide by the edge count, its vertex-cover score
+    also by the number of "Yes" answers (so it fails whenever nobody says "Yes", including
+    when no final answer could be read), its matching score by the agent count. The run is
+    then lost there; masgrid scores it with the values defined above and flags it
+    (`reference_unscorable`, docs/agentsnet.md)."""
+    if problem in ("coloring", "vertex_cover") and not g.edges:
+        return "no_edges"
+    if problem == "vertex_cover" and not any(a == YES for a in g.answers):
+        return "no_coordinator"
+    if problem == "matching" and not g.n:
+        return "no_agents"
+    return None
 
 
 # -- matching ------------------------------------------------------------------------------

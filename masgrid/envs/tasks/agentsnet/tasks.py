@@ -19,7 +19,7 @@ import math
 from typing import Any, Callable, ClassVar
 
 from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.protocols.local import FINAL_MARKER, parse_final_answer
+from masgrid.envs.protocols.local import FINAL_MARKER, PARSER_MODES, parser_mode, read_final_answer
 from masgrid.envs.tasks import register_task
 from masgrid.envs.tasks.agentsnet import scoring
 from masgrid.envs.tasks.agentsnet.graphs import GRAPH_MODELS, MIN_AGENTS, AgentGraph, generate_graph, graph_rng
@@ -36,6 +36,17 @@ def round_budget(problem_is_global: bool, n: int, diameter: int) -> int:
     if problem_is_global or n > 16:
         return 2 * diameter + 1
     return next(rounds for size, rounds in LOCAL_BUDGET if n <= size)
+
+
+REFERENCE_REASON = "reference_unscorable_reason"
+
+
+def reference_unscorable(score_reason: str | None, model_errors: int) -> dict[str, Any]:
+    """The run flag of runs the released code never recorded: any model call that failed
+    after retries aborts its run, and its scorer raises on some answer sets
+    (`scoring.reference_failure`). Reasons are joined with "+" (model_error first)."""
+    reasons = (["model_error"] if model_errors else []) + ([score_reason] if score_reason else [])
+    return {"reference_unscorable": bool(reasons), REFERENCE_REASON: "+".join(reasons) or None}
 
 
 def byzantine_count(n: int) -> int:
@@ -57,9 +68,12 @@ class AgentsNetTask(Task):
     problem: ClassVar[str]
 
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Without Byzantine agents their count is never read: not part of the identity."""
+        """Without Byzantine agents their count is never read: not part of the identity. The
+        default parser is left out, so runs recorded before `parser` existed keep their ids."""
         if options.get("byzantine") == "none":
-            return {**options, "byzantine_count": None}
+            options = {**options, "byzantine_count": None}
+        if options.get("parser", "strict") == "strict":
+            options = {k: v for k, v in options.items() if k != "parser"}
         return options
     is_global: ClassVar[bool] = False
 
@@ -70,7 +84,7 @@ class AgentsNetTask(Task):
 
     def validate_options(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
                          rounds: int | None = None, cot: bool = True, byzantine: str = "none",
-                         byzantine_count: int | None = None, **extra: Any) -> None:
+                         byzantine_count: int | None = None, parser: str = "strict", **extra: Any) -> None:
         """Everything `generate` would refuse, without building the graph."""
         if extra:
             raise ValueError(f"agentsnet: unknown AgentsNet option(s): {', '.join(sorted(extra))}")
@@ -81,6 +95,8 @@ class AgentsNetTask(Task):
             raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
         if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
             raise ValueError(f"agentsnet.rounds: a whole number >= 1, not {rounds!r}")
+        if parser not in PARSER_MODES:
+            raise ValueError(f"agentsnet.parser: one of {', '.join(PARSER_MODES)}, not {parser!r}")
         if byzantine not in ("none", "aware", "unaware"):
             raise ValueError(f"agentsnet.byzantine: none | aware | unaware, not {byzantine!r}")
         if byzantine != "none" and byzantine_count is not None and not 0 <= byzantine_count < agents:
@@ -89,9 +105,9 @@ class AgentsNetTask(Task):
     # -- generation ----------------------------------------------------------------------------
     def generate(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
                  rounds: int | None = None, cot: bool = True, byzantine: str = "none",
-                 byzantine_count: int | None = None, **extra: Any) -> Instance:
+                 byzantine_count: int | None = None, parser: str = "strict", **extra: Any) -> Instance:
         self.validate_options(agents, k, mode, seed, graph=graph, rounds=rounds, cot=cot, byzantine=byzantine,
-                              byzantine_count=byzantine_count, **extra)
+                              byzantine_count=byzantine_count, parser=parser, **extra)
         assert graph is not None  # validate_options refused None
         g = generate_graph(graph, agents, seed)
         diameter = g.diameter()
@@ -100,6 +116,7 @@ class AgentsNetTask(Task):
         adversaries = self._adversaries(g, seed, byzantine, byzantine_count)
         params: dict[str, Any] = {"agents": agents, "graph": graph, "seed": seed, "rounds": budget,
                                   "rounds_default": rounds is None, "cot": bool(cot), "byzantine": byzantine,
+                                  "parser": parser,
                                   "question": final_question(self.problem)}
         if self.problem == "coloring":
             params["groups"] = max(degrees) + 1
@@ -144,7 +161,7 @@ class AgentsNetTask(Task):
         """A full reply with the final-answer marker, or (for `masgrid score`) a bare option."""
         options = instance.inputs[agent]["valid_answers"]
         if FINAL_MARKER in raw:
-            return parse_final_answer(raw, options)
+            return read_final_answer(raw, options, parser_mode(instance.params))
         text = raw.strip()
         if text.startswith('"'):
             try:
@@ -171,7 +188,8 @@ class AgentsNetTask(Task):
             correct[i] = bool(result.correct[j])
         return Score(success=result.success, correct=correct, partial=[float(c) for c in correct],
                      metrics={"soft_score": result.soft, "invalid_answers": result.invalid,
-                              "submitted": sum(a is not None for a in answers)})
+                              "submitted": sum(a is not None for a in answers),
+                              REFERENCE_REASON: scoring.reference_failure(self.problem, graph)})
 
     def score_graph(self, graph: scoring.ScoredGraph, instance: Instance) -> scoring.TaskScore:
         return type(self).scorer(graph)
@@ -180,7 +198,8 @@ class AgentsNetTask(Task):
         p, m = instance.params, instance.meta
         return {"message_rounds": p["rounds"], "diameter": m["diameter"], "max_degree": m["max_degree"],
                 "edges": len(m["edges"]), "byzantine_agents": len(m["byzantine_agents"]),
-                "byzantine_setting": p["byzantine"], "chain_of_thought": p["cot"]}
+                "byzantine_setting": p["byzantine"], "chain_of_thought": p["cot"], "reply_parser": parser_mode(p),
+                **reference_unscorable(score.metrics.get(REFERENCE_REASON), int(usage.get("model_errors") or 0))}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         from masgrid.envs.tasks.agentsnet.policies import make_policy

@@ -83,13 +83,23 @@ class MasBenchTask(Task):
         )
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
-        total = usage.get("tokens_total", 0)
-        n, k = instance.n_agents, int(instance.params["k"])
-        return {
-            "rho": instance.meta.get("rho"),
-            "te": n * k / total * 1e5 if total else None,
-            "cr": usage.get("tokens_comm", 0) / total if total else None,
-        }
+        """rho, and TE (eq. 6) and CR (eq. 7) for the whole run and for each phase the usage
+        gives (`tokens_total_phase<p>`; null for a phase the run did not have)."""
+        elements = instance.n_agents * int(instance.params["k"])
+        out: dict[str, Any] = {"rho": instance.meta.get("rho"),
+                               **efficiency(elements, usage.get("tokens_total", 0), usage.get("tokens_comm", 0))}
+        for p in (1, 2):
+            total, comm = usage.get(f"tokens_total_phase{p}"), usage.get(f"tokens_comm_phase{p}")
+            per_phase = efficiency(elements, total, comm or 0) if total is not None else {"te": None, "cr": None}
+            out.update({f"{name}_phase{p}": value for name, value in per_phase.items()})
+        return out
+
+
+def efficiency(elements: int, tokens_total: float, tokens_comm: float) -> dict[str, float | None]:
+    """TE = N*K / T_total * 1e5 (eq. 6) and CR = T_comm / T_total (eq. 7); null without tokens."""
+    if not tokens_total:
+        return {"te": None, "cr": None}
+    return {"te": elements / tokens_total * 1e5, "cr": tokens_comm / tokens_total}
 
 
 def _positional_match(answer: Any, expected: list[int]) -> float:

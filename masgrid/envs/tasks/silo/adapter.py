@@ -163,9 +163,10 @@ class SiloTask(Task):
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         """S (= sr) and P come from the score; C (eq. 4) and D (eq. 5) from the run's counts.
 
-        D's numerator is the messages that reached a receiver (a broadcast counts once per
-        receiver, a refused P2P send not at all) plus, for SFS, successful reads of files
-        another agent wrote; the other term is zero under each protocol.
+        D's numerator is the messages that reached an active receiver (a broadcast counts
+        once per receiver still active at the round boundary; a refused P2P send, or one to
+        an agent that submitted in the same round, not at all) plus, for SFS, successful
+        reads of files another agent wrote; the other term is zero under each protocol.
         """
         n = instance.n_agents
         rounds = usage.get("rounds") or 0

@@ -37,7 +37,7 @@ def task_text(task_id: str) -> dict[str, str]:
 
 def placeholders(n: int, k: int, public: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {key: _show(value) for key, value in public.items()}
-    values.update(n=n, k=k, last=n - 1, total=n * k)
+    values.update(n=n, k=k, last=n - 1, total=n * k, last_item=n * k - 1, k_minus_1=k - 1)
     return values
 
 
@@ -70,6 +70,19 @@ def condition_text(condition: str) -> dict[str, str]:
     return _yaml("conditions.yaml")[condition]
 
 
+def level_of(task_id: str) -> int:
+    """1, 2 or 3 from a task id such as "II-17"."""
+    roman = task_id.split("-", 1)[0]
+    if roman not in ("I", "II", "III"):
+        raise ValueError(f"not a SILO task id: {task_id!r}")
+    return len(roman)
+
+
+def goal_text(task_id: str) -> dict[str, str]:
+    """The level-dependent sentences: Level II agents each answer for their own part."""
+    return _yaml("goals.yaml")["segment" if level_of(task_id) == 2 else "shared"]
+
+
 def action_names(protocol: str) -> str:
     names = [line.split(" ", 1)[0] for line in protocol_text(protocol)["actions"]]
     return ", ".join(names)
@@ -81,8 +94,10 @@ def build_agent_prompt(task_id: str, agent: int, n: int, k: int, shard: Any, pub
     values = placeholders(n, k, public)
     proto = protocol_text(protocol)
     where = f"conf/{PROMPT_DIR}/tasks/{task_id}.yaml"
+    goal = goal_text(task_id)
     body = Template(read_text(f"{PROMPT_DIR}/system.txt")).substitute(
         agent_id=agent, n=n, last=n - 1,
+        insufficient=goal["insufficient"].strip(), goal=goal["goal"].strip(),
         title=_fill(text["title"], values, where),
         description=_fill(text["description"], values, where).strip(),
         data=json.dumps(shard),
@@ -102,13 +117,10 @@ def build_oracle_prompt(task_id: str, level: int, n: int, k: int, shards: list[A
     values = placeholders(n, k, public)
     where = f"conf/{PROMPT_DIR}/tasks/{task_id}.yaml"
     fmt = text.get("oracle_answer_format")
-    if fmt:
-        answer_format = _fill(fmt, values, where)
-    elif level == 2:
-        answer_format = (f"a JSON list with {n} entries, one per segment in segment order; entry j is what "
-                         f"Agent-j would submit, namely: " + _fill(text["answer_format"], values, where))
-    else:
-        answer_format = _fill(text["answer_format"], values, where)
+    if not fmt and level == 2:
+        # the segment format's example is one agent's list, not the oracle's list of lists
+        raise ValueError(f"{where}: a Level II task needs oracle_answer_format (with its own example)")
+    answer_format = _fill(fmt or text["answer_format"], values, where)
     data = "\n".join(f"segment {j}: {json.dumps(shard)}" for j, shard in enumerate(shards))
     body = Template(read_text(f"{PROMPT_DIR}/oracle.txt")).substitute(
         n=n, last=n - 1,

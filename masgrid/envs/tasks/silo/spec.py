@@ -116,9 +116,16 @@ class SiloSpec(ABC):
     def required_peers(self, agent: int, n: int, data: SiloData) -> set[int]:
         """Minimum set of peers whose information `agent` needs before a sound submission.
 
-        Default: everyone else (Levels I and III); Level II specs narrow it to neighbours.
+        Default: everyone else (Levels I and III); Level II specs narrow it to neighbours,
+        and a task whose answer can be settled by part of the data (I-04) names that part.
         """
         return set(range(n)) - {agent}
+
+    def knows_answer(self, agent: int, known: set[int], data: SiloData) -> bool:
+        """Whether the data of the agents in `known` (including `agent`) settles agent's answer:
+        a submission from such a set is not premature (section 5.2). Default: `known` covers
+        `required_peers`; a task where several different sets suffice (I-03) overrides it."""
+        return self.required_peers(agent, len(data.shards), data) <= known
 
 
 def elementwise_fraction(answer: Any, expected: list[Any]) -> float:

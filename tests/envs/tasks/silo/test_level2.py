@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from masgrid.envs.tasks.silo import level2  # noqa: F401  (registers the specs)
+from masgrid.envs.tasks.silo import prompts as silo_prompts
 from masgrid.envs.tasks.silo.spec import SILO_SPECS, SiloData, SiloSpec
 
 IDS = [f"II-{i}" for i in range(11, 21)]
@@ -194,11 +195,12 @@ def test_prompt_file_has_keys_and_only_public_placeholders(task_id: str) -> None
     assert set(doc) >= {"title", "description", "answer_format"}
     assert doc["title"] == TITLES[task_id]
     public = spec(task_id).generate(3, 4, random.Random(0)).public
-    for key in ("description", "answer_format"):
+    values = silo_prompts.placeholders(3, 4, public)  # the instance's public keys plus the adapter's sizes
+    for key in ("description", "answer_format", "oracle_answer_format"):
         template = string.Template(doc[key])
         assert template.is_valid(), (task_id, key)
-        assert set(template.get_identifiers()) <= set(public), (task_id, key)
-        template.substitute(public)
+        assert set(template.get_identifiers()) <= set(values), (task_id, key)
+        template.substitute(values)
     assert "submit_result" in doc["answer_format"]
 
 
