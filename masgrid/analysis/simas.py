@@ -12,10 +12,14 @@ Conventions (docs/tasks/simas.md):
 - Table 4: accuracy and std of the ALL mode (`base`) minus each ablation, averaged over
   the n both have, with the paper's arrows: up-up / down-down beyond 5 points, a flat
   arrow within 2, a single arrow in between.
+- Judge (section 5, appendix C.2; `masgrid judge`): win rate and mean score of SIMAS
+  against CoT per (judge, model, task, n), from RESULTS_DIR/judgments.
 Every table uses analysis/validity.py's usable runs and repeats which were left out.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,6 +41,8 @@ def simas_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def repeat_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (cell, repeat): accuracy over the questions, questions answered, tokens per question."""
     df = simas_runs(runs)
+    if "accuracy" in df:  # generation questions (simas/open, simas/coding) have no accuracy: judge_table
+        df = df[df["accuracy"].notna()]
     keys = [*FAMILY, "agents", "seed"]
     grouped = df.groupby(keys, dropna=False)
     return grouped.agg(accuracy=("accuracy", "mean"), questions=("question_id", "nunique"),
@@ -120,3 +126,56 @@ def cot_comparison(runs: pd.DataFrame) -> pd.DataFrame:
     out.columns = [f"SIMAS n={int(c)}" for c in out.columns]
     out.insert(0, "CoT", cot.reindex(out.index))
     return out
+
+
+#: the judge's table keys (Figure 7, 13c-d): one row per judge, model, task and n
+JUDGE_KEYS = ["judge_model", "prompt_hash", "model", "task", "agents"]
+
+
+def load_judgments(results_dir: str | Path) -> pd.DataFrame:
+    """RESULTS_DIR/judgments/*.parquet (written by `masgrid judge`); empty when none."""
+    files = sorted((Path(results_dir) / "judgments").glob("part-*.parquet"))
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame()
+
+
+def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Win rate and average score of SIMAS against CoT per (judge, model, task, n).
+
+    Win rates are percentages of the pairs judged (both orders usable); a win needs both
+    orders to agree, so `ties` include the order disagreements, counted on their own as
+    well. Scores are the mean criterion-score totals over the judged pairs. Judge failures
+    and skipped pairs (no usable answer) are counted, never scored."""
+    cols = ["pairs", "judged", "judge_failures", "skipped", "simas_wins", "cot_wins", "ties", "order_disagreements",
+            "simas_win_rate", "cot_win_rate", "simas_score", "cot_score"]
+    if judgments.empty:
+        return pd.DataFrame(columns=cols)
+    orders = judgments[judgments["order"] != "combined"]
+    named = orders.pivot_table(index="pair_id", columns="order", values="winner", aggfunc="first")
+    split = named.apply(lambda r: r.notna().all() and r.nunique() > 1, axis=1) if not named.empty else pd.Series(dtype=bool)
+    combined = judgments[judgments["order"] == "combined"].copy()
+    combined["disagree"] = combined["pair_id"].map(split).fillna(False).astype(bool)
+    rows = []
+    for key, g in combined.groupby(JUDGE_KEYS, dropna=False):
+        ok = g[g["status"] == "ok"]
+        judged = len(ok)
+        wins = {m: int((ok["winner"] == m).sum()) for m in ("simas", "cot", "tie")}
+        rate = (lambda k: 100.0 * k / judged) if judged else (lambda k: np.nan)
+        rows.append({**dict(zip(JUDGE_KEYS, key)), "pairs": len(g), "judged": judged,
+                     "judge_failures": int((g["status"] == "failed").sum()),
+                     "skipped": int((g["status"] == "skipped").sum()), "simas_wins": wins["simas"],
+                     "cot_wins": wins["cot"], "ties": wins["tie"], "order_disagreements": int(ok["disagree"].sum()),
+                     "simas_win_rate": rate(wins["simas"]), "cot_win_rate": rate(wins["cot"]),
+                     "simas_score": ok["simas_score"].mean() if judged else np.nan,
+                     "cot_score": ok["cot_score"].mean() if judged else np.nan})
+    return pd.DataFrame(rows).set_index(JUDGE_KEYS)
+
+
+def judge_note(judgments: pd.DataFrame) -> str:
+    """One sentence: pairs judged, judge failures and skipped pairs (never scored)."""
+    if judgments.empty:
+        return "No judgments (run `masgrid judge RESULTS_DIR` on simas/open and simas/coding runs)."
+    combined = judgments[judgments["order"] == "combined"]
+    counts = combined["status"].value_counts()
+    return (f"Judged pairs: {int(counts.get('ok', 0))} of {len(combined)}; {int(counts.get('failed', 0))} judge "
+            f"failures and {int(counts.get('skipped', 0))} pairs without a usable answer are left out of the "
+            f"win rates and scores. The judge is blind to the method and judges both orders; a win needs both.")

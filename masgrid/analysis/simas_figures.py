@@ -1,5 +1,6 @@
 """SIMAS figures (matplotlib PNG): the inverted U per subject (Figures 2-5, 8-12), accuracy
-against tokens (Figure 3) and CoT against SIMAS (Figure 6). Error bars are the population
+against tokens (Figure 3), CoT against SIMAS (Figure 6) and the judge's win rates and
+scores on generation questions (Figures 7, 13c-d). Error bars are the population
 standard deviation across repeats; every panel states its runs per point."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from masgrid.analysis.figures import save_figure  # noqa: E402
-from masgrid.analysis.simas import accuracy_table, cot_comparison  # noqa: E402
+from masgrid.analysis.simas import accuracy_table, cot_comparison, judge_table  # noqa: E402
 
 
 def _panels(count: int) -> tuple[plt.Figure, list[plt.Axes]]:
@@ -72,4 +73,27 @@ def cot_vs_simas(runs: pd.DataFrame, path: str | Path, note: str | None = None) 
         table.plot.bar(ax=ax, rot=20)
     ax.set_ylabel("accuracy (%)")
     ax.set_title("CoT against SIMAS", fontsize="small")
+    return save_figure(fig, path, note)
+
+
+def judge_bars(judgments: pd.DataFrame, path: str | Path, note: str | None = None) -> Path:
+    """Figures 7, 13c-d: per model, task and n, win rates (SIMAS, CoT, tie; % of judged
+    pairs) and the mean score totals, with the judged pairs in each label."""
+    table = judge_table(judgments).reset_index()
+    fig, (left, right) = _panels(2)
+    if table.empty:
+        left.text(0.5, 0.5, "no judgments", ha="center")
+        return save_figure(fig, path, note)
+    labels = [f"{r.model}\n{r.task} n={r.agents}\n({r.judged} judged)" for r in table.itertuples()]
+    rates = pd.DataFrame({"SIMAS": table["simas_win_rate"], "CoT": table["cot_win_rate"],
+                          "tie": 100.0 * table["ties"] / table["judged"].where(table["judged"] > 0)}).set_axis(labels)
+    rates.plot.bar(ax=left, rot=0)
+    left.set_ylabel("win rate (% of judged pairs)")
+    left.set_title("judge verdicts (both orders must agree)", fontsize="small")
+    table[["simas_score", "cot_score"]].set_axis(labels).rename(columns={"simas_score": "SIMAS", "cot_score": "CoT"}
+                                                              ).plot.bar(ax=right, rot=0)
+    right.set_ylabel("mean score (sum over criteria)")
+    right.set_title("average score", fontsize="small")
+    for ax in (left, right):
+        ax.tick_params(axis="x", labelsize="x-small")
     return save_figure(fig, path, note)

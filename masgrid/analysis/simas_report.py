@@ -4,8 +4,9 @@
 
 README.md says which runs were used and which left out (analysis/validity.py); tables as
 Markdown and CSV: accuracy per cell (mean, std over repeats, tokens per question), n* and
-Definition 4 per family, Table 4 (profile ablations), CoT against SIMAS; figures: the
-inverted U, accuracy against tokens, CoT against SIMAS.
+Definition 4 per family, Table 4 (profile ablations), CoT against SIMAS, and the judge's
+win rates and scores on generation questions (`masgrid judge`); figures: the inverted U,
+accuracy against tokens, CoT against SIMAS, the judge's bars.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
                         ("cot_vs_simas", simas_figures.cot_vs_simas)):
         written.append(build(family, out / f"{name}.png", note=note))
         index.append(f"- ![{name}]({name}.png)")
+    judgments = simas.load_judgments(results_dir)
+    judge_note = simas.judge_note(judgments)
+    title = "SIMAS against CoT on generation questions: win rate (% of judged pairs) and mean score"
+    written += write_table(simas.judge_table(judgments), out, "judge", title, judge_note)
+    written.append(simas_figures.judge_bars(judgments, out / "judge.png", note=judge_note))
+    index += [f"- [{title}](judge.md) ([csv](judge.csv)); {judge_note}", "- ![judge](judge.png)"]
     (out / "README.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     return [out / "README.md", *written]
 

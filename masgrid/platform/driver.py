@@ -420,7 +420,7 @@ class RunDriver:
         usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
         metrics: dict[str, Any] = {
             "success": score.success,
-            "sr": sum(score.correct) / len(score.correct),
+            "sr": None if None in score.correct else sum(score.correct) / len(score.correct),  # type: ignore[arg-type]
             "rounds": max(s.rounds for s in stats),
             "submitted": sum(s is not None for s in submissions),
             **usage,

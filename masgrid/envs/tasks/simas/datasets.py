@@ -8,6 +8,10 @@ Layouts under `simas.data_dir` (default: the small set we wrote, conf/data/simas
   lines of records with `question` ("a : b"), `choices` {label, text} and `answerKey`.
 - AIME 2025: `aime2025/*.jsonl` or `*.json`, records with `problem` (or `question`) and an
   integer `answer`.
+- Generation questions (section 5, appendix C.2; our own JSONL layout, the columns of
+  Tables 5-6): `open/*.jsonl` and `coding/*.jsonl`, records with `id`, `category`,
+  `question` and a non-empty `criteria` list; coding records also `language` and
+  `constraints` (a list). They have no answer key: a judge compares answers (judge.py).
 
 The paper samples 17 questions per subject (section 4.1); `sample_questions` draws them
 with `simas.sample_seed`, fixed across repeats, so all repeats answer the same questions.
@@ -21,11 +25,13 @@ import random
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.resources import conf_cached, conf_dir
 
-DATASETS = ("mmlu", "ekar", "aime")
+DATASETS = ("mmlu", "ekar", "aime", "open", "coding")
+#: datasets whose final answer is free text, judged against criteria instead of a key
+GENERATION = ("open", "coding")
 #: Table 3: the MMLU subjects of the paper and their task types
 PAPER_SUBJECTS = {"abstract_algebra": "logical reasoning", "formal_logic": "logical reasoning",
                   "philosophy": "fact retrieval", "global_facts": "fact retrieval",
@@ -38,15 +44,33 @@ class DatasetMissing(ValueError):
 
 class Question(BaseModel):
     id: str
-    dataset: Literal["mmlu", "ekar", "aime"]
+    dataset: Literal["mmlu", "ekar", "aime", "open", "coding"]
     subject: str
     text: str
-    choices: list[str] | None = None  # None: an integer answer
-    answer: str  # option letter, or the integer as text
+    choices: list[str] | None = None  # None: an integer answer (or free text)
+    answer: str | None  # option letter, or the integer as text; None for generation questions
+    criteria: list[str] | None = None  # generation questions: what the judge scores
+    language: str | None = None  # coding questions
+    constraints: list[str] | None = None  # coding questions
 
     @property
     def kind(self) -> str:
+        if self.criteria is not None:
+            return "text"
         return "integer" if self.choices is None else "choice"
+
+
+class GenerationRecord(BaseModel):
+    """One line of open/*.jsonl or coding/*.jsonl (our layout, the columns of Tables 5-6)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | int
+    category: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    criteria: list[str] = Field(min_length=1)
+    language: str | None = None
+    constraints: list[str] | None = None
 
 
 def default_data_dir() -> Path:
@@ -135,6 +159,29 @@ def _aime(root: Path) -> list[Question]:
     return out
 
 
+def _generation(root: Path, dataset: str) -> list[Question]:
+    folder = root / dataset
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        extra = ", language and constraints" if dataset == "coding" else ""
+        raise DatasetMissing(f"simas: no {dataset} questions: place .jsonl files (fields id, category, question, "
+                             f"criteria{extra}) under {folder}")
+    out = []
+    for path in files:
+        for i, rec in enumerate(_records(path)):
+            try:
+                r = GenerationRecord.model_validate(rec)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise ValueError(f"{path}: record {i}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            if dataset == "coding" and (not r.language or r.constraints is None):
+                raise ValueError(f"{path}: record {i}: a coding question needs language and constraints")
+            out.append(Question(id=f"{dataset}/{r.id}", dataset=dataset, subject=r.category, text=r.question,
+                                answer=None, criteria=[c.strip() for c in r.criteria], language=r.language,
+                                constraints=r.constraints))
+    return out
+
+
 @conf_cached(maxsize=32)
 def load_questions(dataset: str, data_dir: str | None, subject: str | None = None) -> tuple[Question, ...]:
     """All questions of a dataset (and MMLU subject), in file order."""
@@ -147,6 +194,8 @@ def load_questions(dataset: str, data_dir: str | None, subject: str | None = Non
         return tuple(_ekar(root))
     if dataset == "aime":
         return tuple(_aime(root))
+    if dataset in GENERATION:
+        return tuple(_generation(root, dataset))
     raise ValueError(f"unknown SIMAS dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
 
 

@@ -115,7 +115,7 @@ class GroupChatProtocol(Protocol):
     def _turn_text(self, turn: int) -> str:
         agent = self.speaker_of(turn)
         if turn >= self.n_agents * self.rounds:
-            return prompts.render("final", history=self._history(agent), answer_hint=prompts.answer_hint(self.params))
+            return prompts.final_request(self.params, self._history(agent))
         key = "first_turn" if turn < self.n_agents else "turn"
         return prompts.render(key, history=self._history(agent), name=self.names[agent], round=self.round_of(turn),
                               rounds=self.rounds, question_block=prompts.question_block(self.params))

@@ -10,7 +10,11 @@ tested) without a model. It is a simple model of group answering, not an LLM sta
   keeps its belief; it states its current answer;
 - the first agent's final answer is the majority of everyone's latest stated answers
   (its own on a tie); the profile request is answered from the pool; under `cot` the
-  single agent states its belief.
+  single agent states its belief;
+- generation questions (simas/open, simas/coding) have no key: each turn names one of the
+  question's criteria, and the final answer is a templated text with one line per
+  criterion, so the judge's path (pairing, both orders, tables) runs end to end. Its
+  content says nothing about answer quality.
 
 Everything is seeded by (seed, agent, question), so a curve of accuracy against n is
 reproducible by seed.
@@ -47,9 +51,10 @@ class SimulatedDiscussant(ScriptedPolicy):
         p = view.params
         self.name = view.local_input["name"]
         self.rng = random.Random(f"simas-sim:{seed}:{view.agent}:{p['question_id']}")
-        self.key = answer_key(p)
+        self.text_mode = p.get("criteria") is not None
+        self.key = "" if self.text_mode else answer_key(p)
         self.choices: list[str] | None = p.get("choices")
-        self.belief = self._draw_belief(float(p.get("sim_error", 0.35)))
+        self.belief = "" if self.text_mode else self._draw_belief(float(p.get("sim_error", 0.35)))
         self.conformity = float(p.get("sim_conformity", 0.5))
         self.latest: dict[str, str] = {}  # speaker -> latest stated answer
         self.current = self.belief
@@ -69,6 +74,8 @@ class SimulatedDiscussant(ScriptedPolicy):
 
             profiles = pool_profiles(self.view.n_agents, self.seed)
             return json.dumps([{k: getattr(p, k) for k in ("personality", "belief", "expertise")} for p in profiles])
+        if self.text_mode:
+            return self._text_turn(text)
         for speaker, answer in _STATED.findall(text):
             self.latest[speaker] = answer
         if "Final answer:" in text:
@@ -91,3 +98,13 @@ class SimulatedDiscussant(ScriptedPolicy):
         leaders = [a for a, c in votes.items() if c == top]
         answer = self.current if self.current in leaders else sorted(leaders)[0]
         return f"The group's answers were {dict(sorted(votes.items()))}.\nFinal answer: {answer}"
+
+    def _text_turn(self, text: str) -> str:
+        """A generation question: a templated contribution, or the templated final answer."""
+        criteria = list(self.view.params["criteria"])
+        focus = self.rng.choice(criteria)
+        if "The discussion is over" in text or "### Reasoning" in text:  # SIMAS final, or the CoT prompt
+            style = "single-pass" if self.view.params.get("condition") == "cot" else "group"
+            lines = [f"- {c}: addressed with {self.rng.choice(['a short', 'a detailed'])} note." for c in criteria]
+            return f"Our {style} answer to the question.\n" + "\n".join(lines)
+        return f"I propose we look closely at {focus}."

@@ -48,17 +48,41 @@ def discipline(params: dict[str, Any]) -> str:
     return str(params.get("discipline", "general knowledge"))
 
 
+def is_text(params: dict[str, Any]) -> bool:
+    """A generation question (simas/open, simas/coding): the answer is free text, judged later."""
+    return params.get("criteria") is not None
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {x}" for x in items) or "- (none)"
+
+
+def answer_format(params: dict[str, Any]) -> str:
+    if params.get("dataset") == "coding":
+        return render("answer_format_coding", language=params.get("language") or "any",
+                      constraints=_bullets(list(params.get("constraints") or [])))
+    if is_text(params):
+        return render("answer_format_open", criteria=_bullets(list(params["criteria"])))
+    return texts()["answer_format_choice" if params.get("choices") else "answer_format_integer"]
+
+
 def question_block(params: dict[str, Any]) -> str:
     lines = [params["question"]]
     choices = params.get("choices")
     if choices:
         lines += [f"{'ABCDEFGHIJ'[i]}. {c}" for i, c in enumerate(choices)]
-    fmt = texts()["answer_format_choice" if choices else "answer_format_integer"]
-    return render("question", question="\n".join(lines), answer_format=fmt)
+    return render("question", question="\n".join(lines), answer_format=answer_format(params))
 
 
 def answer_hint(params: dict[str, Any]) -> str:
     return texts()["answer_hint_choice" if params.get("choices") else "answer_hint_integer"]
+
+
+def final_request(params: dict[str, Any], history_text: str) -> str:
+    """The first agent's last call: a stated answer (key questions) or the full answer (generation)."""
+    if is_text(params):
+        return render("final_text", history=history_text)
+    return render("final", history=history_text, answer_hint=answer_hint(params))
 
 
 def history(names: list[str], entries: list[tuple[int, str]], nobody_yet: bool) -> str:
@@ -70,6 +94,11 @@ def history(names: list[str], entries: list[tuple[int, str]], nobody_yet: bool) 
 
 
 def cot_user(params: dict[str, Any]) -> str:
+    """Appendix C.1's three baselines: coding, open-ended, and the simple one for key questions."""
+    if params.get("dataset") == "coding":
+        return render("cot_coding", question_block=question_block(params))
+    if is_text(params):
+        return render("cot_open", question_block=question_block(params))
     return render("cot_user", question_block=question_block(params), answer_hint=answer_hint(params))
 
 

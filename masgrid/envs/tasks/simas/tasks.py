@@ -13,6 +13,11 @@ Instance layout (`masgrid instance simas/mmlu simas.subject=college_physics`):
   the fallback when a generated profile reply is unusable);
 - expected: the answer (option letter or integer), the same for every agent: the group
   has one output, o = Pi(h_{n,T}, a_1), and `correct` credits it to every agent.
+
+Generation questions (`simas/open`, `simas/coding`; section 5, appendix C.2) have no key:
+the final reply's full text is the group's submission, `accuracy`, `success` and `correct`
+are null (not scored, never a made-up 0), and `masgrid judge` compares the SIMAS answer
+with the CoT answer of the same model, question and seed afterwards.
 """
 
 from __future__ import annotations
@@ -100,9 +105,12 @@ class SimasTask(Task):
             "sim_error": options.sim_error, "sim_conformity": options.sim_conformity,
             "data_dir": options.data_dir,
         }
+        if question.kind == "text":
+            params.update(criteria=question.criteria, category=question.subject, language=question.language,
+                          constraints=question.constraints)
         profiles = pool_profile_dicts(agents, seed)
         inputs = [{"name": names[i], "profile": profiles[i]} for i in range(agents)]
-        answer: Any = question.answer if question.choices else int(question.answer)
+        answer: Any = None if question.answer is None else question.answer if question.choices else int(question.answer)
         return Instance(task=self.name, params=params, inputs=inputs, expected=[answer] * agents,
                         meta={"question_id": question.id})
 
@@ -125,6 +133,10 @@ class SimasTask(Task):
 
     # -- answers ---------------------------------------------------------------------------------
     def parse_answer(self, instance: Instance, agent: int, raw: str) -> Any:
+        if prompts.is_text(instance.params):
+            if not raw or not raw.strip():
+                raise ValueError("empty answer")
+            return raw.strip()  # the full text: the judge reads it (masgrid judge)
         choices = instance.params.get("choices")
         return parse_choice(raw, len(choices)) if choices else parse_integer(raw)
 
@@ -132,8 +144,11 @@ class SimasTask(Task):
         if len(answers) != instance.n_agents:
             raise ValueError(f"expected {instance.n_agents} answers, got {len(answers)}")
         output = answers[0]  # the first agent gives the group's answer
-        ok = output is not None and output != UNPARSABLE and output == instance.expected[0]
         n = instance.n_agents
+        if prompts.is_text(instance.params):  # no key: judged afterwards, not scored here
+            return Score(success=None, correct=[None] * n, partial=[None] * n,
+                         metrics={"submitted": int(output is not None), "answer_unparsable": output == UNPARSABLE})
+        ok = output is not None and output != UNPARSABLE and output == instance.expected[0]
         return Score(success=ok, correct=[ok] * n, partial=[float(ok)] * n,
                      metrics={"submitted": int(output is not None), "answer_unparsable": output == UNPARSABLE})
 
@@ -145,7 +160,8 @@ class SimasTask(Task):
             source = first.get("source", "generated") if isinstance(first, dict) else "missing"
         if p.get("condition") == "cot":
             source = None
-        return {"accuracy": float(score.success), "discussion_rounds": p["rounds"], "question_id": p["question_id"],
+        accuracy = None if score.success is None else float(score.success)
+        return {"accuracy": accuracy, "discussion_rounds": p["rounds"], "question_id": p["question_id"],
                 "subject": p["subject"], "profiles_source": source}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
@@ -178,3 +194,24 @@ class SimasAIME(SimasTask):
     dataset = "aime"
     discipline = "competition mathematics"
     task_type = "mathematical reasoning"
+
+
+@register_task
+class SimasOpen(SimasTask):
+    """Open-ended questions with evaluation criteria (our set, the layout of Table 6)."""
+
+    name = "simas/open"
+    dataset = "open"
+    discipline = "open-ended problem solving"
+    task_type = "open-ended generation"
+
+
+@register_task
+class SimasCoding(SimasTask):
+    """Coding questions, algorithmic and project-sized (our set, the layout of Table 5)."""
+
+    name = "simas/coding"
+    dataset = "coding"
+    discipline = "software engineering"
+    task_type = "coding"
+
