@@ -54,8 +54,9 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per cell: mean accuracy (%) over repeats, its population std (%), repeats, questions
     per repeat, tokens per question and unparsable final answers."""
     per = repeat_accuracy(runs)
-    if per.empty:
-        return pd.DataFrame(columns=["accuracy", "std", "repeats", "questions", "tokens_per_question", "unparsable"])
+    if per.empty:  # keyed like a full table, so the tables built on it come out empty too
+        cols = ["accuracy", "std", "repeats", "questions", "tokens_per_question", "unparsable"]
+        return pd.DataFrame(columns=[*FAMILY, "agents", *cols]).set_index([*FAMILY, "agents"])
     out = per.groupby([*FAMILY, "agents"], dropna=False).agg(
         accuracy=("accuracy", lambda s: 100.0 * s.mean()), std=("accuracy", lambda s: 100.0 * float(np.std(s))),
         repeats=("seed", "nunique"), questions=("questions", "min"),
@@ -177,5 +178,4 @@ def judge_note(judgments: pd.DataFrame) -> str:
     combined = judgments[judgments["order"] == "combined"]
     counts = combined["status"].value_counts()
     return (f"Judged pairs: {int(counts.get('ok', 0))} of {len(combined)}; {int(counts.get('failed', 0))} judge "
-            f"failures and {int(counts.get('skipped', 0))} pairs without a usable answer are left out of the "
-            f"win rates and scores. The judge is blind to the method and judges both orders; a win needs both.")
+            f"failures and {int(counts.get('skipped', 0))} without a usable answer are not scored.")

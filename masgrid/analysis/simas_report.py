@@ -45,7 +45,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
         index.append(f"- ![{name}]({name}.png)")
     judgments = simas.load_judgments(results_dir)
     judge_note = simas.judge_note(judgments)
-    title = "SIMAS against CoT on generation questions: win rate (% of judged pairs) and mean score"
+    title = ("SIMAS against CoT on generation questions: win rate (% of judged pairs; a blind judge, both "
+             "orders, a win needs both) and mean score (sum over criteria)")
     written += write_table(simas.judge_table(judgments), out, "judge", title, judge_note)
     written.append(simas_figures.judge_bars(judgments, out / "judge.png", note=judge_note))
     index += [f"- [{title}](judge.md) ([csv](judge.csv)); {judge_note}", "- ![judge](judge.png)"]

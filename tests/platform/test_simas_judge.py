@@ -94,6 +94,15 @@ def test_honest_judge_both_orders_and_blind(results: Path, tmp_path: Path) -> No
     orders = j[j["order"] != "combined"]
     assert set(orders["order"]) == {"simas_first", "cot_first"} and (orders["attempts"] == 1).all()
     assert orders["raw_reply"].notna().all() and (orders["judge_model"] == "judge-test").all()
+    from masgrid.analysis.simas_report import write_report
+
+    paths = write_report(tmp_path / "r", tmp_path / "rep")  # generation runs only: no accuracy rows
+    assert tmp_path / "rep" / "judge.png" in paths
+    table = pd.read_csv(tmp_path / "rep" / "judge.csv")
+    assert sorted(table["agents"]) == [1, 2] and (table["judged"] == 2).all() and (table["judge_failures"] == 0).all()
+    wins = combined.groupby("agents")["winner"].apply(lambda w: 100 * (w == "simas").mean())
+    assert list(table.sort_values("agents")["simas_win_rate"]) == pytest.approx(list(wins.sort_index()))
+    assert "Judged pairs: 4 of 4" in (tmp_path / "rep" / "judge.md").read_text()
 
 
 def test_position_biased_judge_gives_only_ties(results: Path, tmp_path: Path) -> None:
@@ -153,3 +162,21 @@ def test_cli_errors_are_one_line(results: Path, tmp_path: Path, capsys: pytest.C
     assert "no model preset" in capsys.readouterr().err
     assert main(["judge", str(tmp_path), "--set", "base_url=http://127.0.0.1:9/v1"]) == 2
     assert "no runs recorded" in capsys.readouterr().err
+
+
+def test_failed_judge_call_is_recorded_not_scored(results: Path, tmp_path: Path) -> None:
+    with ChatServer(lambda request: Reply(status=500)) as server:
+        assert judge(results, server, tmp_path / "r") == 1
+        assert len(server.requests) == 8  # a failed call is not retried as a malformed reply
+    j = load_judgments(tmp_path / "r")
+    orders = j[j["order"] != "combined"]
+    assert orders["error"].str.startswith("judge call failed: http_5xx").all() and orders["winner"].isna().all()
+    assert judge_table(j)["judge_failures"].sum() == 4
+
+
+def test_unusable_answers_are_skipped() -> None:
+    from masgrid.platform.judge import _answer
+
+    assert _answer('"a full answer"') == "a full answer"
+    assert _answer(None) is None and _answer(float("nan")) is None
+    assert _answer('{"unparsable": true}') is None and _answer('"   "') is None
