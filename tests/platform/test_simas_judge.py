@@ -180,3 +180,27 @@ def test_unusable_answers_are_skipped() -> None:
     assert _answer('"a full answer"') == "a full answer"
     assert _answer(None) is None and _answer(float("nan")) is None
     assert _answer('{"unparsable": true}') is None and _answer('"   "') is None
+
+
+def test_generation_run_through_a_model_records_the_full_final_text(tmp_path: Path) -> None:
+    final = "def two_sum(nums, target):\n    seen = {}\n    ...\nThis is the group's complete solution."
+
+    def model(request: dict) -> Reply:
+        last = request["messages"][-1]["content"]
+        if "write the group's complete final answer" in last:
+            return Reply(text=f"  {final}\n")
+        return Reply(text="I would use a hash map.")
+
+    with ChatServer(model) as server:
+        cfg = RunConfig.from_mapping({
+            "results_dir": str(tmp_path), "task": "simas/coding", "protocol": "groupchat", "agents": 2,
+            "simas": {"question": 0, "rounds": 1, "profiles": "pool"}, "execution": {"executor": "local"},
+            "backend": "openai", "preflight": False,
+            "model": {"name": "test", "base_url": server.base_url, "max_retries": 0}})
+        assert run_local(cfg).status == "ok"
+        first_turn = server.requests[0]["messages"][-1]["content"]
+    assert "Programming language: Python" in first_turn and "O(n) time" in first_turn
+    runs, agents = pd.read_parquet(tmp_path / "runs"), pd.read_parquet(tmp_path / "agents")
+    assert runs["accuracy"].isna().all() and runs["success"].isna().all() and runs["sr"].isna().all()
+    assert json.loads(agents.loc[agents["agent"] == 0, "submission"].iloc[0]) == final.strip()
+    assert agents["correct"].isna().all()
