@@ -175,7 +175,7 @@ def test_failed_judge_call_is_recorded_not_scored(results: Path, tmp_path: Path)
 
 
 def test_unusable_answers_are_skipped() -> None:
-    from masgrid.platform.judge import _answer
+    from masgrid.platform.judge_pairs import answer_text as _answer
 
     assert _answer('"a full answer"') == "a full answer"
     assert _answer(None) is None and _answer(float("nan")) is None
