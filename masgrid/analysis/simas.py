@@ -129,8 +129,8 @@ def cot_comparison(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-#: the judge's table keys (Figure 7, 13c-d): one row per judge, model, task and n
-JUDGE_KEYS = ["judge_model", "prompt_hash", "model", "task", "agents"]
+#: the judge's table keys (Figure 7, 13c-d): one row per judge, model, task, T and n
+JUDGE_KEYS = ["judge_model", "prompt_hash", "model", "task", "discussion_rounds", "agents"]
 
 
 def load_judgments(results_dir: str | Path) -> pd.DataFrame:
@@ -140,7 +140,7 @@ def load_judgments(results_dir: str | Path) -> pd.DataFrame:
 
 
 def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Win rate and average score of SIMAS against CoT per (judge, model, task, n).
+    """Win rate and average score of SIMAS against CoT per (judge, model, task, T, n).
 
     Win rates are percentages of the pairs judged (both orders usable); a win needs both
     orders to agree, so `ties` include the order disagreements, counted on their own as

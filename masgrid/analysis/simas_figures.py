@@ -84,7 +84,7 @@ def judge_bars(judgments: pd.DataFrame, path: str | Path, note: str | None = Non
     if table.empty:
         left.text(0.5, 0.5, "no judgments", ha="center")
         return save_figure(fig, path, note)
-    labels = [f"{r.model}\n{r.task} n={r.agents}\n({r.judged} judged)" for r in table.itertuples()]
+    labels = [f"{r.model}\n{r.task} T={r.discussion_rounds} n={r.agents}\n({r.judged} judged)" for r in table.itertuples()]
     rates = pd.DataFrame({"SIMAS": table["simas_win_rate"], "CoT": table["cot_win_rate"],
                           "tie": 100.0 * table["ties"] / table["judged"].where(table["judged"] > 0)}).set_axis(labels)
     rates.plot.bar(ax=left, rot=0)

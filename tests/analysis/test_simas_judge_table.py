@@ -17,7 +17,8 @@ def random_judgments(seed: int) -> pd.DataFrame:
     rows = []
     for i in range(rng.randint(1, 40)):
         key = {"judge_model": rng.choice(["j1", "j2"]), "prompt_hash": "h", "model": rng.choice(["m1", "m2"]),
-               "task": rng.choice(["simas/open", "simas/coding"]), "agents": rng.randint(1, 3), "pair_id": f"p{i}"}
+               "task": rng.choice(["simas/open", "simas/coding"]), "discussion_rounds": 3,
+               "agents": rng.randint(1, 3), "pair_id": f"p{i}"}
         status = rng.choices(["ok", "failed", "skipped"], [6, 1, 1])[0]
         if status == "skipped":
             rows.append({**key, "order": "combined", "status": "skipped"})
@@ -44,7 +45,7 @@ def test_win_rates_match_hand_computation(seed: int) -> None:
     orders: dict[str, list] = defaultdict(list)
     for r in j.to_dict("records"):
         if r["order"] == "combined":
-            by[(r["judge_model"], r["prompt_hash"], r["model"], r["task"], r["agents"])].append(r)
+            by[(r["judge_model"], r["prompt_hash"], r["model"], r["task"], 3, r["agents"])].append(r)
         else:
             orders[r["pair_id"]].append(r["winner"])
     assert len(table) == len(by)
