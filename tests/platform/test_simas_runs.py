@@ -206,3 +206,28 @@ def test_simulated_accuracy_curve_is_reproducible(tmp_path: Path) -> None:
     a, b = curve(tmp_path / "a"), curve(tmp_path / "b")
     pd.testing.assert_series_equal(a, b)
     assert a.nunique() > 1  # n changes the outcome: the curve is not flat
+
+
+@pytest.mark.parametrize(("task", "extra", "right", "wrong"), [
+    ("simas/mmlu", ["simas.subject=abstract_algebra", "simas.question=1"], "The answer is (D).", "Final answer: A"),
+    ("simas/ekar", ["simas.question=3"], "Final answer: B", "C is tempting. Final answer: C"),
+    ("simas/aime", ["simas.question=7"], "\\boxed{301}", "Final answer: 300"),
+])
+def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str], task: str, extra: list[str],
+                                right: str, wrong: str) -> None:
+    from masgrid.platform.cli import main
+
+    assert main(["instance", task, "agents=2", *extra, "--json"]) == 0
+    inst = tmp_path / "inst.json"
+    inst.write_text(capsys.readouterr().out)
+    for answer, ok in ((right, True), (wrong, False), ("I do not know", False)):
+        (tmp_path / "ans.json").write_text(json.dumps({"0": answer}))
+        assert main(["score", task, "--instance", str(inst), "--answers", str(tmp_path / "ans.json"), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["success"] is ok and result["correct"] == [ok, ok]
+    keep = [e for e in extra if "question" not in e]
+    assert main(["instance", task, "agents=2", *keep, "simas.question=99"]) == 2
+    assert "simas.question" in capsys.readouterr().err
+    if task == "simas/mmlu":  # the subject is required, and said so in one line
+        assert main(["instance", task, "agents=2"]) == 2
+        assert "simas.subject" in capsys.readouterr().err
