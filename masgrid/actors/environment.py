@@ -110,3 +110,9 @@ class EnvironmentHost:
 
     def submissions(self) -> list[Any]:
         return list(self.protocol.slots)
+
+    def round_of(self, turn: int) -> int:
+        """The round a phase's turn belongs to, for protocols that order turns (SIMAS's
+        group chat: turn // n + 1); one turn per round otherwise."""
+        round_of = getattr(self.protocol, "round_of", None)
+        return round_of(turn) if round_of is not None else turn + 1

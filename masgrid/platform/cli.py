@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report."""
+"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         return _score(rest)
     if command == "report":
         return _report(rest)
+    if command == "judge":
+        from masgrid.platform.judge import judge_command
+
+        return judge_command(rest)
     if command == "show":
         from masgrid.platform.show import show_command
 
@@ -46,6 +50,7 @@ USAGE = """usage:
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
   masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
 

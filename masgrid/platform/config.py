@@ -19,6 +19,7 @@ from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
+from masgrid.envs.tasks.simas.options import SimasOptions
 from masgrid.resources import on_reload
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
@@ -70,11 +71,14 @@ class ExecutionSettings(BaseModel):
         16 * 2**20, ge=1, description="a run's driver sends its pending events to the recorder once their text "
         "reaches this many bytes (estimated), besides every 10 rounds: a run's event memory is bounded by size")
 
-
     @field_validator("token_counter")
     @classmethod
     def _known_counter(cls, value: str) -> str:
         return check_spec(value)
+
+
+#: the family option blocks of RunConfig (each named after its family)
+FAMILY_BLOCKS = ("agentsnet", "simas")
 
 
 class RunConfig(BaseModel):
@@ -93,6 +97,7 @@ class RunConfig(BaseModel):
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
+    simas: SimasOptions = Field(default_factory=SimasOptions, description="SIMAS options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -160,8 +165,9 @@ class RunConfig(BaseModel):
         task ignores (`Task.ignored_keys`, None here)."""
         data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
         task = get_task(self.task)
-        if task.family != "agentsnet":  # other families' identities stay unchanged
-            data.pop("agentsnet")
+        for family in FAMILY_BLOCKS:  # another family's option block is not part of a run's identity
+            if family != task.family:
+                data.pop(family)
         if isinstance(data.get(task.family), dict):
             data[task.family] = task.identity_options(data[task.family])
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run

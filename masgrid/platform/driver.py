@@ -151,13 +151,13 @@ class RunLog:
         for i in sorted(prompts):
             self._message(phase=phase, round=0, agent=i, kind="prompt", role="system", text=prompts[i])
 
-    def record_observations(self, phase: int, observations: dict[int, list[str]]) -> None:
+    def record_observations(self, phase: int, observations: dict[int, list[str]], round_no: int | None = None) -> None:
         """The user messages appended before each agent's next call (exactly what its host gets)."""
         for i in sorted(observations):
             quotable = iter(self.replies.pop(i, []))
             for text in observations[i]:
                 source = next((seq for seq, reply in quotable if reply == text), None)
-                self._message(phase=phase, round=self.next_round, agent=i, kind="observation", role="user",
+                self._message(phase=phase, round=round_no or self.next_round, agent=i, kind="observation", role="user",
                               text=None if source is not None else text, source=source)
 
     def record_round(self, phase: int, round_no: int, completions: dict[int, Completion],
@@ -229,8 +229,11 @@ class LoggedAgents:
         self.pool, self.log, self.phase, self.flush = pool, log, phase, flush
         self.n_agents = pool.n_agents
 
-    async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
-        self.log.record_observations(self.phase, observations)
+    async def step(self, observations: dict[int, list[str]], expect: str | None = None,
+                   round_no: int | None = None) -> dict[int, Completion]:
+        """`round_no`: the round these observations belong to, for a scheduler whose rounds
+        hold several steps (sequential); by default the round after the last recorded one."""
+        self.log.record_observations(self.phase, observations, round_no)
         if self.flush is not None and self.log.full:  # large observations: out before the next replies come in
             await self.flush()
         return await self.pool.step(observations, expect)
@@ -363,7 +366,7 @@ class RunDriver:
         env = EnvironmentClient(env_port)
         startup_s = time.perf_counter() - t_start
         scheduler = get_scheduler(task.schedule)
-        n_phases = task.phases(cfg.condition)
+        n_phases = task.phase_count(instance, cfg.condition)
         previous: list[Any] = [None] * cfg.agents
         first_prompts: list[str] = []
         phase_subs: list[list[Any]] = []  # the submissions each phase ended with
@@ -417,7 +420,7 @@ class RunDriver:
         usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
         metrics: dict[str, Any] = {
             "success": score.success,
-            "sr": sum(score.correct) / len(score.correct),
+            "sr": None if None in score.correct else sum(score.correct) / len(score.correct),  # type: ignore[arg-type]
             "rounds": max(s.rounds for s in stats),
             "submitted": sum(s is not None for s in submissions),
             **usage,
@@ -439,7 +442,8 @@ class RunDriver:
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
                   "model_errors": metrics["model_errors"],
                   "deliveries": sum(s.deliveries for s in stats),
-                  "files_read_others": sum(s.files_read_others for s in stats)}
+                  "files_read_others": sum(s.files_read_others for s in stats),
+                  "phase1_submissions": phase_subs[0] if n_phases > 1 else None}
         phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
         metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
         agent_rows = [

@@ -70,7 +70,7 @@ def phase_columns(usages: Sequence[PhaseUsage], scores: Sequence[Score],
         usage, score, subs = usages[p - 1], scores[p - 1], submissions[p - 1]
         values = {
             "success": score.success,
-            "sr": sum(score.correct) / len(score.correct) if score.correct else None,
+            "sr": sum(score.correct) / len(score.correct) if score.correct and None not in score.correct else None,  # type: ignore[arg-type]
             "check": score.metrics.get("check"),
             "submitted": sum(s is not None for s in subs),
             "rounds": usage.rounds,

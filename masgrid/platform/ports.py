@@ -36,6 +36,12 @@ class EnvironmentClient:
     async def opening(self) -> dict[int, list[str]]:
         return await self.port.call("opening")
 
+    async def submissions(self) -> list:
+        return await self.port.call("submissions")
+
+    async def round_of(self, turn: int) -> int:
+        return await self.port.call("round_of", turn)
+
 
 class AgentPoolClient:
     """Routes each agent's step to its host; all hosts work concurrently."""

@@ -63,7 +63,8 @@ PHASE_METRICS: dict[str, tuple[pa.DataType, str]] = {
 
 #: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
-    "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1)"),
+    "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1); null when the task has no "
+                "answer key (SIMAS generation questions)"),
     "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (MAS-Bench eq. 4; SILO S, eq. 2)"),
     "check": (pa.bool_(), "task's global check, e.g. MAS-Bench CHECK: submissions concatenate to the sorted union"),
     "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
@@ -99,6 +100,16 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "floor_pcs": (pa.float64(), "SILO no-communication floor of this instance: P of the isolated answers"),
     "floor_success": (pa.bool_(), "SILO no-communication floor of this instance: whether the isolated answers "
                       "give S = 1"),
+    # SIMAS (issue 15)
+    "accuracy": (pa.float64(), "SIMAS: 1 if the group's final answer (the first agent's, after T rounds) is right, "
+                 "else 0; a grid point's accuracy is the mean over its questions and repeats; null for the generation "
+                 "questions (simas/open, simas/coding), which `masgrid judge` compares instead"),
+    "discussion_rounds": (pa.int64(), "SIMAS discussion rounds T"),
+    "question_id": (pa.string(), "SIMAS question: <dataset>/<subject or id>/<index in the file>"),
+    "subject": (pa.string(), "SIMAS subject (MMLU subject, ekar or aime2025)"),
+    "profiles_source": (pa.string(), "SIMAS agent profiles: generated, pool, or pool_fallback (the generated reply "
+                        "was unusable after one retry), or missing; null under cot"),
+    "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read (scored wrong)"),
     "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
     "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
     # AgentsNet (issue 6): graph, budget and soft score of the instance
@@ -161,7 +172,7 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "agent": (pa.int64(), "agent id", "agent id, 0 .. agents-1"),
     "submission": (pa.string(), "JSON", "the agent's final-phase answer as JSON, null if it submitted none"),
     "expected": (pa.string(), "JSON", "the answer the task expected from this agent, as JSON"),
-    "correct": (pa.bool_(), "boolean", "submission equals expected"),
+    "correct": (pa.bool_(), "boolean", "submission equals expected; null when the task has no answer key"),
     "partial": (pa.float64(), "fraction in [0, 1]", "the task's partial credit for this agent's answer"),
     "submitted_phase1": (pa.string(), "JSON", "the phase-1 answer as JSON (two-phase conditions only, else null)"),
     "correct_phase1": (pa.bool_(), "boolean", "the phase-1 answer equals expected (two-phase conditions only, "

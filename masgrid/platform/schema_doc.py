@@ -28,7 +28,9 @@ UNITS = {
     "soft_score": "fraction in [0, 1]", "message_rounds": "rounds", "diameter": "edges (hops)",
     "max_degree": "neighbours", "edges": "edges", "invalid_answers": "agents", "byzantine_agents": "agents",
     "byzantine_setting": "label", "chain_of_thought": "boolean", "model_error_rate": "fraction in [0, 1]",
-    "agents_stopped": "agents", "calls_usage_estimated": "calls", "floor_sr": "fraction in [0, 1]",
+    "agents_stopped": "agents", "calls_usage_estimated": "calls", "accuracy": "fraction in [0, 1]",
+    "discussion_rounds": "rounds", "question_id": "label", "subject": "label", "profiles_source": "label",
+    "answer_unparsable": "boolean", "floor_sr": "fraction in [0, 1]",
     "floor_pcs": "fraction in [0, 1]", "floor_success": "boolean",
     "reply_parser": "label", "reference_unscorable": "boolean", "reference_unscorable_reason": "labels ('+'-joined)",
 }

@@ -7,7 +7,8 @@ import importlib
 from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 
 _REGISTRY: dict[str, type[Task]] = {}
-_FAMILY_MODULES = ["masgrid.envs.tasks.masbench", "masgrid.envs.tasks.silo", "masgrid.envs.tasks.agentsnet"]
+_FAMILY_MODULES = ["masgrid.envs.tasks.masbench", "masgrid.envs.tasks.silo", "masgrid.envs.tasks.agentsnet",
+                   "masgrid.envs.tasks.simas"]
 _loaded = False
 
 

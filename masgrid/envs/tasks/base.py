@@ -36,9 +36,11 @@ class Instance(BaseModel):
 class Score(BaseModel):
     """Outcome of scoring one set of submissions (None = the agent never submitted)."""
 
-    success: bool
-    correct: list[bool]
-    partial: list[float] = Field(description="per-agent partial score in [0, 1]")
+    #: None: the task has no answer key to score against (SIMAS generation questions are
+    #: judged afterwards, `masgrid judge`); recorded as null, never as a made-up False
+    success: bool | None
+    correct: list[bool | None]
+    partial: list[float | None] = Field(description="per-agent partial score in [0, 1], None when not scored")
     metrics: dict[str, float | int | bool | str | None] = Field(default_factory=dict)  # str: labels (AgentsNet flags)
 
 
@@ -117,6 +119,11 @@ class Task(ABC):
     # -- a run's structure -----------------------------------------------------------------
     def phases(self, condition: str) -> int:
         return 1
+
+    def phase_count(self, instance: Instance, condition: str) -> int:
+        """Phases of this run; a task whose phases depend on its options (SIMAS's profile
+        generation) overrides this, the others answer from the condition alone."""
+        return self.phases(condition)
 
     def protocol_options(self, protocol: str, condition: str) -> ProtocolOptions | None:
         """Round semantics this task wants from the protocol; None keeps MAS-Bench's."""

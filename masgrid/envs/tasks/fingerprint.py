@@ -26,7 +26,7 @@ from masgrid.envs.tasks.base import Instance, Task
 
 def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) -> Iterator[str]:
     """Every prompt text of a run, in a fixed order."""
-    for phase in range(1, task.phases(condition) + 1):
+    for phase in range(1, task.phase_count(instance, condition) + 1):
         for agent in range(instance.n_agents):
             previous = instance.expected[agent] if phase > 1 else None
             yield task.build_prompt(task.view(instance, agent, phase=phase, previous=previous), protocol, condition)

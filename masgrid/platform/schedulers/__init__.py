@@ -8,6 +8,7 @@ from masgrid.platform.schedulers.base import (
 )
 from masgrid.platform.schedulers.local_rounds import LocalRoundsScheduler
 from masgrid.platform.schedulers.lockstep import LockstepScheduler
+from masgrid.platform.schedulers.sequential import SequentialScheduler
 
-__all__ = ["SCHEDULERS", "LocalRoundsScheduler", "LockstepScheduler", "PhaseContext", "PhaseResult", "Scheduler", "get_scheduler",
+__all__ = ["SCHEDULERS", "LocalRoundsScheduler", "LockstepScheduler", "SequentialScheduler", "PhaseContext", "PhaseResult", "Scheduler", "get_scheduler",
            "register_scheduler"]

@@ -2,9 +2,9 @@
 
 A scheduler runs one phase against a `PhaseContext`: the agents (to step), the
 environment (to apply replies), and the event log. Lockstep (MAS-Bench, SILO-Bench,
-AgentsNet) is implemented; sequential (SIMAS: one agent after another, each seeing all
-earlier turns) and asynchronous (CooperBench: each agent its own tool loop) plug in here
-by registering another `Scheduler` without touching the driver.
+AgentsNet), local rounds (AgentsNet) and sequential (SIMAS: one agent after another,
+each seeing all earlier turns) are implemented; asynchronous (CooperBench: each agent its
+own tool loop) plugs in here by registering another `Scheduler`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ class AgentPool(Protocol):
 
     n_agents: int
 
-    async def step(self, observations: dict[int, list[str]]) -> dict[int, Completion]: ...
+    async def step(self, observations: dict[int, list[str]], expect: str | None = None,
+                   round_no: int | None = None) -> dict[int, Completion]: ...
 
 
 class EnvironmentPort(Protocol):
     async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]: ...
 
     async def opening(self) -> dict[int, list[str]]: ...
+
+    async def submissions(self) -> list[Any]: ...
+
+    async def round_of(self, turn: int) -> int: ...
 
 
 @dataclass

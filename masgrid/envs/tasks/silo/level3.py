@@ -8,16 +8,26 @@ to a fixed number of decimals and checked with a stated tolerance.
 
 The exact semantics chosen where the paper's one-line description is silent are listed
 in docs/tasks/silo-level3.md; the comments next to each class summarise them.
+
+No-communication floor (issue 13): every spec says what an agent answers from its own
+shard alone (`isolated_answer`, its best silent guess), the chance that such answers are
+right (`chance_sr`, `ceiling`) and the largest mean P they may reach (`pcs_ceiling`). The
+generators are built so that this floor is the agent's own share of the answer plus the
+chance level of the answer space, never a guessable regularity of the data.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import collections
+import itertools
 import json
 import random
 import re
 from fractions import Fraction
+from functools import lru_cache
+from math import comb
 from typing import Any
 
 from masgrid.envs.tasks.silo.spec import SiloData, SiloSpec, lcs_ratio, silo_spec
@@ -99,6 +109,8 @@ def _list(value: Any, what: str, example: str) -> list[Any]:
 
 def _int_list(value: Any, what: str, example: str) -> list[int]:
     items = _list(value, what, example)
+    if all(type(v) is int for v in items):  # the common case, fast for answers of 10^4 values
+        return list(items)
     return [_int(v, f"element {i} of {what}") for i, v in enumerate(items)]
 
 
@@ -212,9 +224,29 @@ def _chunks(items: list[Any], n: int, k: int) -> list[list[Any]]:
     return [items[i * k:(i + 1) * k] for i in range(n)]
 
 
-def _distinct_ints(count: int, rng: random.Random, span: int | None = None) -> list[int]:
-    """`count` distinct integers from 1..max(100, 10 * span), in random order."""
-    return rng.sample(range(1, max(100, 10 * (span or count)) + 1), count)
+#: data values of III-21/22/26 are drawn from 1..VALUE_MAX at every N: the range is wide
+#: enough that guessing values one has not seen almost never hits (at N = 100 and the
+#: default k, under 1 % of the range is data), and six-digit values keep the per-agent
+#: token count of Table 6 at a moderate k.
+VALUE_MAX = 999_999
+
+
+def _distinct_ints(count: int, rng: random.Random) -> list[int]:
+    """`count` distinct integers from 1..VALUE_MAX, in random order."""
+    if count > VALUE_MAX // 10:
+        raise ValueError(f"k: {count} values in total is too many for the value range 1..{VALUE_MAX}")
+    return rng.sample(range(1, VALUE_MAX + 1), count)
+
+
+def _padded_guess(own: set[int], total: int) -> list[int]:
+    """A silent agent's best ascending list: its own values plus evenly spaced guesses.
+
+    The guesses fill the answer up to `total` entries; each is a data value only with the
+    probability that a random value of the range is one (total / VALUE_MAX).
+    """
+    need = max(0, total - len(own))
+    guesses = {round((i + 1) * VALUE_MAX / (need + 1)) for i in range(need)}
+    return sorted(own | guesses)
 
 
 def _same_for_all(n: int, answer: Any) -> list[Any]:
@@ -225,12 +257,26 @@ def _same_for_all(n: int, answer: Any) -> list[Any]:
 # Shared behaviour of the Level III specs
 # --------------------------------------------------------------------------------------
 class _Level3(SiloSpec):
-    """Level III defaults: the classical baseline shares the raw shard with everyone."""
+    """Level III defaults: the classical baseline shares the raw shard with everyone.
+
+    Every Level III answer is the complete global object, so a silent agent (one that
+    answers from its own shard alone, `isolated_answer`) is almost never right: each spec
+    states `chance_sr` from the size of its answer space, and `pcs_ceiling(n)`, the largest
+    mean P a silent agent may reach (docs/tasks/silo-level3.md argues both per task).
+    """
 
     level = 3
+    #: every agent naming the complete global answer without the other shards: below 1e-4
+    #: at N >= 2 for every Level III task, and an agent alone is right with a chance below
+    #: 1e-4 too except where `ceiling(n)` says otherwise (III-22, III-29); 0.01 is stated.
+    chance_sr = 0.01
 
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
         return shard
+
+    def pcs_ceiling(self, n: int) -> float:
+        """The largest mean P (partial correctness) that silent agents may reach at N = n."""
+        raise NotImplementedError(f"{self.task_id} states no silent PCS ceiling")
 
 
 class _OrderedAnswer(_Level3):
@@ -255,15 +301,25 @@ class _IndexedAnswer(_Level3):
 # --------------------------------------------------------------------------------------
 @silo_spec
 class DistributedSort(_OrderedAnswer):
-    """All n*k distinct integers in ascending order.
+    """All n*k distinct integers (from 1..VALUE_MAX) in ascending order.
 
     Values are distinct so that "correctly ordered subsequence" is unambiguous and q_i
-    is computed in O(L log L) at N = 100.
+    is computed in O(L log L) at N = 100. A silent agent's own values, sorted, are a
+    correctly ordered subsequence: its P floor is its share 1/n of the data.
     """
 
     task_id = "III-21"
     title = "Distributed Sort"
+    default_k = 80
     _EXAMPLE = "[3, 17, 42, 108]"
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Own values (a correct subsequence of length k) padded with evenly spaced guesses."""
+        return _padded_guess(set(shard), public["total"])
+
+    def pcs_ceiling(self, n: int) -> float:
+        """Own share 1/n of the sorted list, plus guesses that hit (< 1 % of the range is data)."""
+        return 1 / n + 0.02
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 1)
@@ -286,16 +342,19 @@ class DistributedSort(_OrderedAnswer):
 # --------------------------------------------------------------------------------------
 @silo_spec
 class MedianOfMedians(_Level3):
-    """The exact (lower) median of all n*k distinct integers.
+    """The exact (lower) median of all n*k distinct integers (from 1..VALUE_MAX).
 
     With m values sorted ascending, the answer is the value at 0-based position
-    (m - 1) // 2, so it is always one of the data values (m may be even). q_i is rank
-    based: 1 - |rank(answer) - rank(median)| / max distance, where rank(x) counts data
-    values smaller than x; a near-median answer earns partial credit.
+    (m - 1) // 2, so it is always one of the data values (m may be even). q_i follows
+    section 3.3 literally: the longest correctly ordered subsequence of a one-element
+    answer is 1 when it is the median and 0 otherwise, so P = S here. (An earlier
+    rank-distance credit gave a silent agent about 72 % for its local median: sampling, not
+    coordination.)
     """
 
     task_id = "III-22"
     title = "Median of Medians"
+    default_k = 120
     _EXAMPLE = "5731"
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
@@ -303,7 +362,7 @@ class MedianOfMedians(_Level3):
         values = _distinct_ints(n * k, rng)
         ordered = sorted(values)
         return SiloData(shards=_chunks(values, n, k), expected=_same_for_all(n, ordered[(n * k - 1) // 2]),
-                        public={"total": n * k}, meta={"sorted": ordered})
+                        public={"total": n * k})
 
     def parse_answer(self, raw: str, agent: int, data: SiloData) -> int:
         value = _load(raw, self._EXAMPLE)
@@ -314,13 +373,7 @@ class MedianOfMedians(_Level3):
         return _int(value, "the median")
 
     def quality(self, answer: Any, expected: Any, data: SiloData) -> float:
-        if not isinstance(answer, int) or isinstance(answer, bool):
-            return 0.0
-        ordered = data.meta["sorted"]
-        target = (len(ordered) - 1) // 2
-        worst = max(target, len(ordered) - 1 - target) or 1
-        rank = bisect.bisect_left(ordered, answer)
-        return max(0.0, 1.0 - abs(rank - target) / worst)
+        return float(self.is_correct(answer, expected, data))
 
     def payload(self, agent: int, shard: Any, public: dict[str, Any]) -> Any:
         return sorted(shard)
@@ -328,6 +381,32 @@ class MedianOfMedians(_Level3):
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         merged = sorted(v for p in payloads.values() for v in p)
         return merged[(len(merged) - 1) // 2]
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """The own value most likely to be the global median (the hypergeometric mode)."""
+        j, _ = _median_pick(public["total"], len(shard))
+        return sorted(shard)[j]
+
+    def ceiling(self, n: int) -> float:
+        """Only the holder of the median can name it (an unseen value is a 1-in-10^6 guess),
+        and its best pick is right with probability p(m, k): mean S <= p / n. We allow
+        (p + 0.25) / n, the margin covering the noise of few-seed estimates."""
+        _, p = _median_pick(n * self.default_k, self.default_k)
+        return min(1.0, p + 0.25) / n
+
+    def pcs_ceiling(self, n: int) -> float:
+        return self.ceiling(n)
+
+
+def _median_pick(m: int, k: int) -> tuple[int, float]:
+    """(j, p): the local rank j at which an agent holding k of m distinct values most likely
+    holds the global lower median, and the probability p that this pick is the median given
+    that the agent holds it. Given it does, the number of its other k - 1 values below the
+    median is hypergeometric (k - 1 draws from m - 1 values, t = (m - 1) // 2 of them below)."""
+    t = (m - 1) // 2
+    weights = [comb(t, j) * comb(m - 1 - t, k - 1 - j) for j in range(k)]
+    j = max(range(k), key=weights.__getitem__)
+    return j, weights[j] / comb(m - 1, k - 1)
 
 
 # --------------------------------------------------------------------------------------
@@ -388,7 +467,15 @@ class GraphComponents(_OrderedAnswer):
 
     task_id = "III-23"
     title = "Graph Components"
+    default_k = 40
     _EXAMPLE = "[[0, 3, 5], [1], [2, 4]]"
+
+    def pcs_ceiling(self, n: int) -> float:
+        """True singletons (about 1/6 of the components) are right in a silent answer that
+        lists every unseen node alone, but that answer is about 6 times too long: ~1/36.
+        Components all of whose edges the agent holds (mostly two-node ones, held with
+        probability 1/n) add up to about 0.1/n."""
+        return 0.04 + 0.15 / n
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 3)
@@ -416,21 +503,23 @@ class GraphComponents(_OrderedAnswer):
     def parse_answer(self, raw: str, agent: int, data: SiloData) -> list[list[int]]:
         n_nodes = data.public["n_nodes"]
         value = _list(_load(raw, self._EXAMPLE), "the list of components", self._EXAMPLE)
-        seen: set[int] = set()
-        comps: list[list[int]] = []
-        for i, comp in enumerate(value):
-            nodes = _int_list(comp, f"component {i}", self._EXAMPLE)
-            if not nodes:
-                raise ValueError(f"component {i} is empty; every component has at least one node")
-            for v in nodes:
-                if not 0 <= v < n_nodes:
-                    raise ValueError(f"node {v} does not exist (nodes are 0..{n_nodes - 1})")
-                if v in seen:
-                    raise ValueError(f"node {v} appears more than once; each node belongs to exactly one component")
-                seen.add(v)
-            comps.append(nodes)
-        missing = sorted(set(range(n_nodes)) - seen)
-        if missing:
+        if all(type(c) is list for c in value) and all(type(v) is int for c in value for v in c):
+            comps = value  # the common case, checked in one pass (answers reach 10^4 nodes)
+        else:
+            comps = [_int_list(comp, f"component {i}", self._EXAMPLE) for i, comp in enumerate(value)]
+        empty = next((i for i, c in enumerate(comps) if not c), None)
+        if empty is not None:
+            raise ValueError(f"component {empty} is empty; every component has at least one node")
+        nodes = [v for c in comps for v in c]
+        seen = set(nodes)
+        wrong = [v for v in (min(seen), max(seen)) if not 0 <= v < n_nodes] if seen else []
+        if wrong:
+            raise ValueError(f"node {wrong[0]} does not exist (nodes are 0..{n_nodes - 1})")
+        if len(seen) < len(nodes):
+            again = next(v for v, c in collections.Counter(nodes).items() if c > 1)
+            raise ValueError(f"node {again} appears more than once; each node belongs to exactly one component")
+        if len(seen) < n_nodes:
+            missing = sorted(set(range(n_nodes)) - seen)
             raise ValueError(f"every node 0..{n_nodes - 1} must appear in exactly one component "
                              f"(isolated nodes as [v]); missing {missing[:10]}")
         return _canonical_components(comps)
@@ -439,6 +528,18 @@ class GraphComponents(_OrderedAnswer):
         if not isinstance(answer, list):
             return 0.0
         return ordered_quality([tuple(c) for c in answer], [tuple(c) for c in expected])
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Components of the own edges; every node the agent sees no edge at stands alone.
+
+        (The classical solve on the own edges gives the same answer; this builds it in one
+        pass over the nodes, since the floor runs it for every agent of every instance.)"""
+        touched = sorted({int(v) for e in shard for v in e})
+        index = {v: i for i, v in enumerate(touched)}
+        relabelled = [[index[int(u)], index[int(v)]] for u, v in shard]
+        local = {touched[c[0]]: [touched[i] for i in c]
+                 for c in self.solve(agent, 1, {agent: relabelled}, {"n_nodes": len(touched)})}
+        return [local[v] if v in local else [v] for v in range(public["n_nodes"]) if v in local or v not in index]
 
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         parent = list(range(public["n_nodes"]))
@@ -460,7 +561,7 @@ class GraphComponents(_OrderedAnswer):
 
 
 def _canonical_components(groups: list[list[int]]) -> list[list[int]]:
-    return sorted((sorted(g) for g in groups), key=lambda c: c[0])
+    return sorted((sorted(g) if len(g) > 1 else list(g) for g in groups), key=lambda c: c[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -470,32 +571,45 @@ def _canonical_components(groups: list[list[int]]) -> list[list[int]]:
 class BFSDistance(_IndexedAnswer):
     """Hop distance from node 0 to every node of an undirected graph; -1 if unreachable.
 
-    V = max(4, 3*n*k // 4) nodes and n*k edges. About a tenth of the nodes (when V >= 10)
-    form a separate component that node 0 cannot reach; the rest is a random recursive
-    tree through node 0 plus extra shortcut edges. q_i: share of nodes whose distance is
-    right (LCS over the canonical (node, distance) pairs).
+    V = max(4, n*k - n*k // 8) nodes and n*k edges. The reachable part is layered: its
+    nodes get levels 1..D (D = min(30, about half of them), every level used, the rest
+    uniform), each node is joined to a random node one level up, and the few remaining
+    edges join nodes of equal or adjacent levels, so a node's distance is exactly its
+    level and the distances spread evenly over D values (a silent guess of one distance
+    is right for about 1/D of the nodes). max(2, V // 50) nodes (when V >= 10) form a
+    separate tree that node 0 cannot reach. q_i: share of nodes whose distance is right
+    (LCS over the canonical (node, distance) pairs).
     """
 
     task_id = "III-24"
     title = "BFS Distance"
+    default_k = 50
+    levels = 30
     _EXAMPLE = "[0, 1, 2, 1, -1, 3]"
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 4)
         n_edges = n * k
-        n_nodes = max(4, 3 * n_edges // 4)
+        n_nodes = max(4, n_edges - n_edges // 8)
         others = list(range(1, n_nodes))
-        rng.shuffle(others)
-        n_side = n_nodes // 10 if n_nodes >= 10 else 0
-        side, main = others[:n_side], [0, *others[n_side:]]
-        # node 0 roots the reachable tree; the other labels are shuffled, so a node's id
-        # says nothing about its distance
-        tree = _random_tree(main, rng) + (_random_tree(side, rng) if side else [])
-        groups = [main, side] if side else [main]
-        edges = _add_extra_edges(groups, tree, n_edges - len(tree), rng)
+        rng.shuffle(others)  # labels say nothing about distance
+        n_side = max(2, n_nodes // 50) if n_nodes >= 10 else 0
+        side, reach = others[:n_side], others[n_side:]
+        depth = self._depth(len(reach))
+        layer = [*range(1, depth + 1), *(rng.randint(1, depth) for _ in range(len(reach) - depth))]
+        by_level: list[list[int]] = [[0]] + [[] for _ in range(depth)]
+        for v, lv in zip(reach, layer):
+            by_level[lv].append(v)
+        tree = [(rng.choice(by_level[lv - 1]), v) for lv in range(1, depth + 1) for v in by_level[lv]]
+        if side:
+            tree += _random_tree(side, rng)
+        edges = _add_layer_edges(by_level, tree, n_edges - len(tree), rng)
         truth = _bfs(n_nodes, edges, 0)
         return SiloData(shards=_deal_edges(edges, n, k, rng), expected=_same_for_all(n, truth),
                         public={"n_nodes": n_nodes, "source": 0})
+
+    def _depth(self, reachable: int) -> int:
+        return max(1, min(self.levels, reachable // 2))
 
     def parse_answer(self, raw: str, agent: int, data: SiloData) -> list[int]:
         return _int_vector(raw, data.public["n_nodes"], "the distance list", "node", self._EXAMPLE,
@@ -503,6 +617,42 @@ class BFSDistance(_IndexedAnswer):
 
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         return _bfs(public["n_nodes"], _edges_of(payloads), public["source"])
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Distances along own edges from the source; every other node gets the middle level."""
+        dist = _bfs(public["n_nodes"], _edges_of({agent: shard}), public["source"])
+        guess = (self._depth(public["n_nodes"]) + 1) // 2
+        return [d if d >= 0 else guess for d in dist]
+
+    def pcs_ceiling(self, n: int) -> float:
+        """A constant guess hits one level, about 1/30 of the nodes; a silent agent knows a
+        distance only where the whole path to the source is in its shard (level 1 with
+        probability 1/n, level 2 with 1/n^2, ...: 1/(30(n-1)) of the nodes)."""
+        return 0.06 + 0.1 / n
+
+
+def _add_layer_edges(by_level: list[list[int]], edges: list[tuple[int, int]], extra: int,
+                     rng: random.Random) -> list[tuple[int, int]]:
+    """Add `extra` distinct edges between reachable nodes of equal or adjacent levels
+    (such edges never shorten a path, so every distance stays the node's level)."""
+    present = {frozenset(e) for e in edges}
+    out = list(edges)
+    if sum(map(len, by_level)) <= 60:  # small graphs: draw from the enumerated free pairs
+        level = {v: lv for lv, nodes in enumerate(by_level) for v in nodes}
+        free = [(u, v) for u in level for v in level
+                if u < v and abs(level[u] - level[v]) <= 1 and frozenset((u, v)) not in present]
+        if extra > len(free):
+            raise ValueError(f"cannot place {extra} more distinct edges between adjacent levels")
+        return out + rng.sample(free, extra)
+    while extra:
+        lv = rng.randrange(1, len(by_level))
+        v, u = rng.choice(by_level[lv]), rng.choice(by_level[lv] + by_level[lv - 1])
+        if u == v or frozenset((u, v)) in present:
+            continue
+        present.add(frozenset((u, v)))
+        out.append((u, v))
+        extra -= 1
+    return out
 
 
 def _bfs(n_nodes: int, edges: list[tuple[int, int]], source: int) -> list[int]:
@@ -542,6 +692,13 @@ class KMeansIteration(_IndexedAnswer):
 
     task_id = "III-25"
     title = "K-Means Iteration"
+    default_k = 50
+
+    def pcs_ceiling(self, n: int) -> float:
+        """A centroid is right only when the agent's own points give the global mean within
+        0.01 in both coordinates: with about k/3 own points per cluster (spread +-20) that
+        happens with probability far below 1e-3; 0.02 is the stated bound."""
+        return 0.02
     n_clusters = 3
     decimals = 2
     tolerance = 0.01
@@ -640,23 +797,35 @@ def _sq(p: list[int], c: list[int]) -> int:
 class GlobalDistinct(_OrderedAnswer):
     """The distinct values of all n*k integers, ascending, each exactly once.
 
-    Values are drawn with replacement from a hidden pool of about n*k/2 integers, so
-    duplicates occur within and across shards (roughly 40-45 % of the values are
-    distinct). q_i: longest correctly ordered subsequence over the longer length.
+    Every agent has about 0.6 k "home" values, distinct across the whole group (from
+    1..VALUE_MAX); the rest of its shard repeats values: about 0.3 k copies of its own
+    home values and 0.1 k copies of other agents' home values. So duplicates occur inside
+    and across shards (60 % of all values are distinct), while an agent's own distinct
+    values stay about 1.17/n of the answer: a pool shared by all agents (the earlier
+    design) let a silent agent list 76 % of the answer at N = 2. q_i: longest correctly
+    ordered subsequence over the longer length.
     """
 
     task_id = "III-26"
     title = "Global Distinct"
+    default_k = 80
+    home_share, cross_share = 0.6, 0.1
     _EXAMPLE = "[4, 9, 23, 57]"
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 1)
-        total = n * k
-        pool = _distinct_ints(max(2, total // 2), rng, span=total)
-        values = [rng.choice(pool) for _ in range(total)]
-        truth = sorted(set(values))
-        return SiloData(shards=_chunks(values, n, k), expected=_same_for_all(n, truth),
-                        public={"total": total})
+        n_home = max(1, round(self.home_share * k))
+        n_cross = min(k - n_home, round(self.cross_share * k))
+        homes = _chunks(_distinct_ints(n * n_home, rng), n, n_home)
+        shards = []
+        for i, home in enumerate(homes):
+            others = [v for j, h in enumerate(homes) if j != i or n == 1 for v in h]
+            shard = home + [rng.choice(others) for _ in range(n_cross)]
+            shard += [rng.choice(home) for _ in range(k - len(shard))]
+            rng.shuffle(shard)
+            shards.append(shard)
+        truth = sorted({v for h in homes for v in h})
+        return SiloData(shards=shards, expected=_same_for_all(n, truth), public={"total": n * k})
 
     def parse_answer(self, raw: str, agent: int, data: SiloData) -> list[int]:
         return _int_list(_load(raw, self._EXAMPLE), "the list of distinct values", self._EXAMPLE)
@@ -667,6 +836,15 @@ class GlobalDistinct(_OrderedAnswer):
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         return sorted({v for p in payloads.values() for v in p})
 
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Own distinct values padded with guesses to the expected count, 0.6 of the total."""
+        return _padded_guess(set(shard), round(self.home_share * public["total"]))
+
+    def pcs_ceiling(self, n: int) -> float:
+        """Own distinct values are (0.6 + 0.1) k of the 0.6 n k in the answer: 1.17/n; guesses
+        of unseen values hit with probability < 1 %."""
+        return (self.home_share + self.cross_share) / (self.home_share * n) + 0.02
+
 
 # --------------------------------------------------------------------------------------
 # III-27 Collaborative Filtering
@@ -675,34 +853,59 @@ class GlobalDistinct(_OrderedAnswer):
 class CollaborativeFiltering(_IndexedAnswer):
     """Best-matching item for every user by integer dot product of latent vectors.
 
-    Each agent holds k//2 user vectors and k - k//2 item vectors (dimension 4, integer
-    entries in [-5, 5]); users and items are numbered globally, agent i holding the i-th
-    consecutive block of each. The answer lists, for users 0..U-1 in order, the id of
-    the item with the largest dot product; the generator re-draws any user whose best
-    score is tied, so the argmax is unique. q_i: share of users matched right.
+    Each agent holds k//2 user vectors and k - k//2 item vectors (dimension 4); users and
+    items are numbered globally, agent i holding the i-th consecutive block of each. User
+    entries are integers in [-5, 5]; items are distinct integer vectors of one common
+    squared length (90), so no item is a priori a better match than another (with free
+    lengths the longest items win most users and a silent guess of one scores well).
+    The answer lists, for users 0..U-1 in order, the id of the item with the largest dot
+    product; the generator re-draws any user whose best score is tied, so the argmax is
+    unique. q_i: share of users matched right.
     """
 
     task_id = "III-27"
     title = "Collab. Filtering"
     dim = 4
+    item_norm2 = 90
+    default_k = 16
     _EXAMPLE = "[7, 0, 12, 7, 3]"
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 2)
         ku, ki = k // 2, k - k // 2
-        items = [[rng.randint(-5, 5) for _ in range(self.dim)] for _ in range(n * ki)]
+        pool = _item_pool(self.dim, self.item_norm2)
+        if n * ki > len(pool):
+            raise ValueError(f"k: task {self.task_id} has {len(pool)} distinct items; n * (k - k//2) = {n * ki}")
+        items = [list(v) for v in rng.sample(pool, n * ki)]
         users: list[list[int]] = []
+        truth: list[int] = []
         while len(users) < n * ku:
             u = [rng.randint(-5, 5) for _ in range(self.dim)]
-            scores = sorted((_dot(u, it) for it in items), reverse=True)
-            if len(scores) > 1 and scores[0] == scores[1]:
+            u0, u1, u2, u3 = u  # dim 4 unrolled: this loop scores every user against every item
+            scores = [u0 * a + u1 * b + u2 * c + u3 * d for a, b, c, d in items]
+            best = max(scores)
+            if scores.count(best) > 1:
                 continue  # tied best item: re-draw so the match is unique
             users.append(u)
-        truth = [_best_item(u, list(enumerate(items))) for u in users]
+            truth.append(scores.index(best))
         shards = [{"users": [[i * ku + j, users[i * ku + j]] for j in range(ku)],
                    "items": [[i * ki + j, items[i * ki + j]] for j in range(ki)]} for i in range(n)]
         return SiloData(shards=shards, expected=_same_for_all(n, truth),
                         public={"n_users": n * ku, "n_items": n * ki, "dim": self.dim})
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Own users get their best own item (globally best with probability 1/n); users it
+        cannot see get its first item (right with probability 1/n_items)."""
+        own_items = [(int(i), v) for i, v in shard["items"]]
+        answer = [own_items[0][0]] * public["n_users"]
+        for i, u in shard["users"]:
+            answer[int(i)] = _best_item(u, own_items)
+        return answer
+
+    def pcs_ceiling(self, n: int) -> float:
+        """Own users are 1/n of all, each matched right with probability 1/n: 1/n^2; every
+        other guess is right with probability 1/n_items = 1/(n (k - k//2))."""
+        return 1 / n**2 + 1 / (n * (self.default_k - self.default_k // 2)) + 0.03
 
     def parse_answer(self, raw: str, agent: int, data: SiloData) -> list[int]:
         n_items = data.public["n_items"]
@@ -723,6 +926,13 @@ def _best_item(user: list[int], items: list[tuple[int, list[int]]]) -> int:
     return max(items, key=lambda it: (_dot(user, it[1]), -it[0]))[0]
 
 
+@lru_cache(maxsize=4)
+def _item_pool(dim: int, norm2: int) -> list[tuple[int, ...]]:
+    """All integer vectors of the given dimension and squared length, in a fixed order."""
+    bound = int(norm2**0.5)
+    return [v for v in itertools.product(range(-bound, bound + 1), repeat=dim) if sum(x * x for x in v) == norm2]
+
+
 # --------------------------------------------------------------------------------------
 # III-28 PageRank Step
 # --------------------------------------------------------------------------------------
@@ -730,8 +940,10 @@ def _best_item(user: list[int], items: list[tuple[int, list[int]]]) -> int:
 class PageRankStep(_IndexedAnswer):
     """One PageRank update with damping 0.85 from rank 1 on every node.
 
-    Directed graph, V = max(2, n*k // 2) nodes, n*k distinct edges without self-loops,
-    every node with at least one out-edge (no dangling mass). New rank of v:
+    Directed graph, V = max(2, n*k // 4) nodes (mean degree 4, more for tiny n*k), n*k
+    distinct edges without self-loops: a random cycle through all nodes plus random edges,
+    so every node has an out-edge (no dangling mass) and an in-edge (no node sits at the
+    guessable 0.15), and ranks spread over many values. New rank of v:
     0.15 + 0.85 * sum over edges u->v of 1 / outdeg(u) (V times the usual normalised
     step from the uniform vector, so values stay near 1 at every scale). Values rounded
     half-up to 3 decimals, each right within 0.001. q_i: share of nodes right.
@@ -739,6 +951,8 @@ class PageRankStep(_IndexedAnswer):
 
     task_id = "III-28"
     title = "PageRank Step"
+    default_k = 50
+    mean_degree = 4
     damping = Fraction(85, 100)
     decimals = 3
     tolerance = 0.001
@@ -747,13 +961,14 @@ class PageRankStep(_IndexedAnswer):
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 2)
         n_edges = n * k
-        n_nodes = max(2, n_edges // 2)
-        if n_edges > n_nodes * (n_nodes - 1):
-            raise ValueError(f"k: task {self.task_id} cannot place {n_edges} distinct edges on {n_nodes} nodes")
-        edges: set[tuple[int, int]] = set()
-        for u in range(n_nodes):  # one out-edge per node first: nobody is dangling
-            v = rng.randrange(n_nodes - 1)
-            edges.add((u, v + (v >= u)))
+        n_nodes = max(2, n_edges // self.mean_degree)
+        while n_edges > n_nodes * (n_nodes - 1):  # tiny instances: enough room for distinct edges
+            n_nodes += 1
+        # a random cycle through all nodes first: nobody is dangling and everybody has an
+        # in-edge (a node without one would have the guessable rank 0.15)
+        cycle = list(range(n_nodes))
+        rng.shuffle(cycle)
+        edges: set[tuple[int, int]] = {(u, v) for u, v in zip(cycle, cycle[1:] + cycle[:1])}
         while len(edges) < n_edges:
             u, v = rng.sample(range(n_nodes), 2)
             edges.add((u, v))
@@ -781,6 +996,15 @@ class PageRankStep(_IndexedAnswer):
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         return self._step(public["n_nodes"], _edges_of(payloads))
 
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """Every node gets the mean rank 1.0 (the ranks sum to V), the likeliest single value."""
+        return [1.0] * public["n_nodes"]
+
+    def pcs_ceiling(self, n: int) -> float:
+        """No single rank value holds more than about 5 % of the nodes at mean degree 4 (the
+        most frequent is measured by tests/envs/tasks/silo/test_level3.py on many instances)."""
+        return 0.08
+
 
 # --------------------------------------------------------------------------------------
 # III-29 Load Balance
@@ -799,7 +1023,30 @@ class LoadBalance(_IndexedAnswer):
 
     task_id = "III-29"
     title = "Load Balance"
+    default_k = 150
     _EXAMPLE = "[-12, 5, 0, 7]"
+    _COST_MEAN = 10.5  # costs are uniform in 1..20
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """The mean load is estimated from the own load and the cost distribution; every other
+        agent's entry is guessed 0 (its load is as likely above the mean as below)."""
+        own = sum(shard)
+        target = round((own + (n - 1) * self._COST_MEAN * len(shard)) / n)
+        answer = [0] * n
+        answer[agent] = target - own
+        return answer
+
+    def ceiling(self, n: int) -> float:
+        """A silent agent must guess every other load exactly: each is a sum of k uniform costs,
+        right with probability <= 1/(sigma sqrt(2 pi k)) ~ 0.006 at k = 150 (sigma = 5.77). At
+        N = 2 that is one guess; 0.07 allows one lucky agent in the 16 of an 8-seed test."""
+        return 0.07 if n == 2 else self.chance_sr
+
+    def pcs_ceiling(self, n: int) -> float:
+        """Each entry target_j - L_j is spread with sd >= 5.77 sqrt(k / 2): right by chance
+        with probability about 1 %; 0.04 + 0.1/n leaves room for few-seed noise (an answer at
+        N = 2 has only two entries)."""
+        return 0.04 + 0.1 / n
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 1)
@@ -838,14 +1085,29 @@ class MatrixMultiply(_IndexedAnswer):
 
     Agent i holds row i of A and column i of B, d = k // 2 integers each in [-9, 9], so
     its workload stays k numbers while C has n x n integer entries, every agent's row
-    meeting every agent's column (the all-to-all pattern). The answer is C as a list of
+    meeting every agent's column (the all-to-all pattern). A silent agent knows only its
+    own diagonal entry C[i][i]: 1/n^2 of the answer. The answer is C as a list of
     n rows. q_i: share of entries right (LCS over the canonical row-major (i, j, value)
     triples; a quadratic LCS on n^2 entries would be too slow at N = 100).
     """
 
     task_id = "III-30"
     title = "Matrix Multiply"
+    default_k = 100
     _EXAMPLE = "[[3, -12], [40, 7]]"
+
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """The own diagonal entry; every other entry 0, the likeliest value of a sum of d
+        products of uniform entries."""
+        answer = [[0] * n for _ in range(n)]
+        answer[shard["row_index"]][shard["col_index"]] = _dot(shard["a_row"], shard["b_column"])
+        return answer
+
+    def pcs_ceiling(self, n: int) -> float:
+        """The own entry is 1/n^2 of C; an entry is a sum of d = k/2 products of uniform
+        [-9, 9] integers (sd about 30 sqrt(d)), so a constant guess is right for about 1 % of
+        the others at d = 50."""
+        return 1 / n**2 + 0.03
 
     def generate(self, n: int, k: int, rng: random.Random) -> SiloData:
         _need_k(self.task_id, k, 2)

@@ -8,6 +8,7 @@ by hand.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import string
 from pathlib import Path
@@ -18,7 +19,9 @@ import yaml
 
 from masgrid.envs.tasks.silo import level2  # noqa: F401  (registers the specs)
 from masgrid.envs.tasks.silo import prompts as silo_prompts
+from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, floor_cell
 from masgrid.envs.tasks.silo.spec import SILO_SPECS, SiloData, SiloSpec
+from masgrid.envs.tokens import get_counter
 
 IDS = [f"II-{i}" for i in range(11, 21)]
 TITLES = {
@@ -52,42 +55,43 @@ def truth_prefix(d: SiloData) -> list[list[Any]]:
 
 
 def truth_moving(d: SiloData) -> list[list[Any]]:
-    xs, w = _flat(d), d.public["window"]
+    xs, r = _flat(d), d.public["radius"]
     out = []
     for p in range(len(xs)):
-        vals = xs[max(0, p - w + 1):p + 1]
+        vals = [xs[q] for q in range(p - r, p + r + 1) if 0 <= q < len(xs)]
         s, m = sum(vals), len(vals)
         out.append(((200 * s + m) // (2 * m)) / 100)  # half-up to 2 decimals, integer maths
     return _per_agent(d, out)
 
 
-def truth_palindrome(d: SiloData) -> list[list[Any]]:
-    text = "".join(d.shards)
-    out = []
-    for p in range(len(text)):
-        best = 1
-        for r in range(1, len(text)):
-            if p - r < 0 or p + r >= len(text):
-                break
-            piece = text[p - r:p + r + 1]
+def _text(d: SiloData) -> str:
+    return "".join("".join(shard.split(" ")) for shard in d.shards)
+
+
+def longest_containing(text: str) -> list[int]:
+    """Brute force: the longest palindromic substring text[i..j] with i <= p <= j, for every p."""
+    best = [1] * len(text)
+    for i in range(len(text)):
+        for j in range(i, len(text)):
+            piece = text[i:j + 1]
             if piece == piece[::-1]:
-                best = 2 * r + 1
-        out.append(best)
-    return _per_agent(d, out)
+                for p in range(i, j + 1):
+                    best[p] = max(best[p], j - i + 1)
+    return best
 
 
-LIFE = {(0, 0, 0): 0, (0, 0, 1): 0, (1, 0, 0): 0, (1, 0, 1): 1,
-        (0, 1, 0): 0, (0, 1, 1): 1, (1, 1, 0): 1, (1, 1, 1): 0}
+def truth_palindrome(d: SiloData) -> list[list[Any]]:
+    return _per_agent(d, longest_containing(_text(d)))
 
 
 def truth_life(d: SiloData) -> list[list[Any]]:
-    cells = _flat(d)
-    get = lambda p: cells[p] if 0 <= p < len(cells) else 0  # noqa: E731
-    return _per_agent(d, [LIFE[(get(p - 1), get(p), get(p + 1))] for p in range(len(cells))])
+    cells, r = _flat(d), d.public["radius"]
+    alive = lambda p: sum(cells[q] for q in range(p - r, p + r + 1) if 0 <= q < len(cells))  # noqa: E731
+    return _per_agent(d, [alive(p) % 2 for p in range(len(cells))])
 
 
 def truth_pattern(d: SiloData) -> list[list[Any]]:
-    text, pat = "".join(d.shards), d.public["pattern"]
+    text, pat = _text(d), d.public["pattern"]
     out = []
     for p in range(len(text)):
         matched = 0
@@ -150,14 +154,14 @@ def _hand(task_id: str) -> tuple[SiloData, set[int] | None]:
     cases: dict[str, tuple[SiloData, set[int]]] = {
         "II-11": (SiloData(shards=[[3, 1, 2], [4, 0, 5]], expected=[[3, 4, 6], [10, 10, 15]],
                            public=pub(2, 3)), set()),
-        "II-12": (SiloData(shards=[[3, 1, 2], [4, 0, 5]],
-                           expected=[[3.0, 2.0, 2.0], [2.33, 2.0, 3.0]],
-                           public=pub(2, 3, window=3)), set()),
-        "II-13": (SiloData(shards=["aba", "bab"], expected=[[1, 3, 5], [5, 3, 1]],
-                           public=pub(2, 3), meta={"radii": [0, 1, 2, 2, 1, 0]}), {1}),
-        "II-14": (SiloData(shards=[[1, 1, 0], [1, 0, 1]], expected=[[1, 1, 1], [0, 1, 0]],
+        "II-12": (SiloData(shards=[[3, 1, 2], [4, 0, 4]],
+                           expected=[[2.5, 2.0, 2.33], [2.33, 2.2, 2.5]],
+                           public=pub(2, 3, radius=3)), {1}),
+        "II-13": (SiloData(shards=["c a b", "b a d"], expected=[[1, 4, 4], [4, 4, 1]],
                            public=pub(2, 3)), {1}),
-        "II-15": (SiloData(shards=["aab", "bba"], expected=[[1, 1, 2], [2, 2, 3]],
+        "II-14": (SiloData(shards=[[1, 1, 0], [1, 0, 1]], expected=[[1, 1, 0], [0, 1, 0]],
+                           public=pub(2, 3, radius=3)), {1}),
+        "II-15": (SiloData(shards=["a a b", "b b a"], expected=[[1, 1, 2], [2, 2, 3]],
                            public=pub(2, 3, pattern="ab")), set()),
         "II-16": (SiloData(shards=[[3, 0, 1], [0, 2, 1]], expected=[[0, 2, 1], [2, 0, 0]],
                            public=pub(2, 3)), {1}),
@@ -226,7 +230,8 @@ def test_generator_truth_matches_independent_computation(task_id: str, n: int, k
     for seed in range(4):
         d = s.generate(n, k, random.Random(seed))
         assert len(d.shards) == n and len(d.expected) == n
-        assert all(len(shard) == k for shard in d.shards)  # constant per-agent workload
+        assert all(len(shard.split(" ") if isinstance(shard, str) else shard) == k
+                   for shard in d.shards)  # constant per-agent workload (letters are space-separated)
         assert all(len(e) == k for e in d.expected)
         assert d.public["n"] == n and d.public["k"] == k
         assert d.expected == TRUTH[task_id](d)
@@ -237,24 +242,50 @@ def test_generator_value_domains() -> None:
     d = spec("II-17").generate(6, 5, rng)
     for i, trips in enumerate(d.shards):
         for v, board, leave in trips:
-            assert 1 <= v <= 9 and i * 5 <= board < (i + 1) * 5 and board < leave <= min(board + 5, 30)
+            assert 1 <= v <= 9 and i * 5 <= board < (i + 1) * 5
+            assert min(board + 5, 30) <= leave <= min(board + 10, 30)
     d = spec("II-18").generate(6, 5, rng)
     ids = [node for shard in d.shards for node, _ in shard]
-    assert len(set(ids)) == 30 and sorted(d.meta["run_order"]) == list(range(6))
+    assert len(set(ids)) == 30 and all(10000 <= node <= 99999 for node in ids)
+    assert sorted(d.meta["run_order"]) == sorted(list(range(6)) * 3)  # three runs per agent
     d = spec("II-12").generate(4, 1, rng)
-    assert d.public["window"] == 2
+    assert d.public["radius"] == 1
     d = spec("II-15").generate(4, 8, rng)
-    assert len(d.public["pattern"]) == 4 and set("".join(d.shards)) <= set("abc")
+    assert len(d.public["pattern"]) == 4 and all(set(shard.split(" ")) <= set("abc") for shard in d.shards)
+    d = spec("II-16").generate(4, 50, rng)
+    assert all(h >= 0 for shard in d.shards for h in shard) and max(max(s) for s in d.shards) > 150
 
 
-def test_palindrome_generator_plants_boundary_crossing_palindromes() -> None:
-    s = spec("II-13")
-    crossing = 0
-    for seed in range(30):
-        d = s.generate(10, 8, random.Random(seed))
-        radii = d.meta["radii"]
-        crossing += sum(1 for p, r in enumerate(radii) if (p - r) // 8 != (p + r) // 8 and r >= 2)
-    assert crossing > 30
+def _local_runs(values: list[Any]) -> list[int]:
+    """Run lengths computed from one segment alone (what an agent sees without peers)."""
+    out = []
+    for _, group in itertools.groupby(values):
+        size = len(list(group))
+        out += [size] * size
+    return out
+
+
+@pytest.mark.parametrize("n,k", [(2, 5), (4, 8), (6, 3)])
+def test_every_element_needs_a_neighbour_where_the_design_says_so(n: int, k: int) -> None:
+    """II-12, II-13, II-14 and II-19: what an agent computes from its segment alone differs
+    from the truth, or depends on a neighbour, at every position (brute force, not the specs)."""
+    for seed in range(6):
+        d13 = spec("II-13").generate(n, k, random.Random(seed))
+        d19 = spec("II-19").generate(n, k, random.Random(seed))
+        pad = max(1, k // 5)  # the random filler (1..k/5 letters) at both ends of the string
+        for agent in range(n):
+            local = longest_containing("".join(d13.shards[agent].split(" ")))
+            inner = range(pad if agent == 0 else 0, k - pad if agent == n - 1 else k)
+            assert all(local[p] < d13.expected[agent][p] for p in inner), (seed, agent)
+            if n > 2:  # at N = 2 runs cut by the ends of the sequence may lie inside one segment
+                assert all(a < e for a, e in zip(_local_runs(d19.shards[agent]), d19.expected[agent]))
+    for task_id in ("II-12", "II-14"):
+        d = spec(task_id).generate(n, k, random.Random(0))
+        r = d.public["radius"]
+        for agent in range(n):
+            for p in range(agent * k, (agent + 1) * k):
+                window = {q for q in range(p - r, p + r + 1) if 0 <= q < n * k}
+                assert {q // k for q in window} - {agent}, (task_id, agent, p)
 
 
 # -- hand-made instances: truth, scorer, required peers -------------------------------------
@@ -300,11 +331,11 @@ def test_scorer_right_partial_wrong(task_id: str) -> None:
 def test_moving_average_tolerance() -> None:
     s = spec("II-12")
     d, _ = _hand("II-12")
-    exp = d.expected[1]  # [2.33, 2.0, 3.0]
-    near = s.parse_answer("[2.333, 2, 3.00]", 1, d)
+    exp = d.expected[1]  # [2.33, 2.2, 2.5]
+    near = s.parse_answer("[2.333, 2.2, 2.50]", 1, d)
     assert s.is_correct(near, exp, d) and s.quality(near, exp, d) == 1.0
-    assert s.is_correct(s.parse_answer("2.34 2 3", 1, d), exp, d)  # one rounding step off
-    off = s.parse_answer("2.35 2 3", 1, d)
+    assert s.is_correct(s.parse_answer("2.34 2.2 2.5", 1, d), exp, d)  # one rounding step off
+    off = s.parse_answer("2.35 2.2 2.5", 1, d)
     assert not s.is_correct(off, exp, d) and s.quality(off, exp, d) == pytest.approx(2 / 3)
 
 
@@ -394,5 +425,93 @@ def test_required_peer_shapes() -> None:
     assert spec("II-11").required_peers(3, 5, d) == {0, 1, 2}
     assert spec("II-14").required_peers(0, 5, d) == {1}
     assert spec("II-14").required_peers(2, 5, d) == {1, 3}
-    assert spec("II-12").required_peers(0, 5, d) == set()
+    assert spec("II-12").required_peers(0, 5, d) == {1}
     assert spec("II-16").required_peers(2, 5, d) == {0, 1, 3, 4}
+
+
+# -- no-communication floor and workload (issue 13) -----------------------------------------
+
+
+@pytest.mark.parametrize("task_id", IDS)
+def test_isolated_pcs_stays_within_the_documented_bound(task_id: str) -> None:
+    """Silent agents' PCS never exceeds the task's stated bound (docs/tasks/silo-level2.md)
+    at any N of the paper's grid; S is checked by test_isolated_floor.py."""
+    s = spec(task_id)
+    for n in FLOOR_SCALES:
+        cell = floor_cell(task_id, n, seeds=6)
+        assert cell.unanswered == 0.0
+        assert cell.pcs <= s.pcs_ceiling(n), f"{task_id} N={n}: silent PCS {cell.pcs:.3f} > {s.pcs_ceiling(n):.3f}"
+
+
+@pytest.mark.parametrize("task_id", IDS)
+def test_agents_that_need_nobody_are_exactly_the_stated_ones(task_id: str) -> None:
+    """ALONE = 1 (a chain whose start is public): agent 0 has no required peer and its silent
+    answer is the truth. ALONE = 0: every agent needs someone at every N >= 2."""
+    s = spec(task_id)
+    for n, seed in itertools.product((2, 5), range(3)):
+        d = s.generate(n, s.default_k, random.Random(seed))
+        needy = [agent for agent in range(n) if s.required_peers(agent, n, d)]
+        assert len(needy) == n - s.ALONE
+        if s.ALONE:
+            answer = s.parse_answer(s.format_answer(s.isolated_answer(0, n, d.shards[0], d.public)), 0, d)
+            assert answer == d.expected[0]
+
+
+TABLE6_MIN, TABLE6_MAX = 45, 1856  # appendix D, Table 6: per-agent data-shard tokens
+
+
+@pytest.mark.parametrize("task_id", IDS)
+def test_default_shards_have_the_papers_per_agent_token_counts(task_id: str) -> None:
+    """Every default shard lies in Table 6's range at every N, the task's mean in 150..600,
+    and the per-agent workload does not grow with N (tokens at N=100 within 1.5x of N=2)."""
+    s, count = spec(task_id), get_counter("approx")
+    means = {}
+    for n in FLOOR_SCALES:
+        counts = [count(json.dumps(shard)) for seed in range(2)
+                  for shard in s.generate(n, s.default_k, random.Random(seed)).shards]
+        assert TABLE6_MIN <= min(counts) and max(counts) <= TABLE6_MAX, (task_id, n, min(counts), max(counts))
+        means[n] = sum(counts) / len(counts)
+    assert 150 <= sum(means.values()) / len(means) <= 600, means
+    assert means[100] <= 1.5 * means[2], means
+
+
+def _pretend(s: SiloSpec, d: SiloData, agent: int, fill: str) -> list[Any]:
+    """A silent strategy that is not the spec's own guess: pretend every other agent holds a
+    copy of my shard ("copy") or only zeros / letter a ("zero"), and answer for that world."""
+    own = d.shards[agent]
+    if fill == "copy":
+        other: Any = own
+    elif isinstance(own, str):
+        other = " ".join("a" * len(own.split(" ")))
+    elif isinstance(own[0], list):  # II-17 trips: no passengers
+        other = [[0] * len(own[0])] * len(own)
+    else:
+        other = [0] * len(own)
+    shards = [own if j == agent else other for j in range(len(d.shards))]
+    return s.solve(agent, len(shards), {j: s.payload(j, sh, d.public) for j, sh in enumerate(shards)}, d.public)
+
+
+@pytest.mark.parametrize("task_id", ["II-11", "II-12", "II-13", "II-14", "II-15", "II-16", "II-17", "II-19", "II-20"])
+def test_other_silent_strategies_stay_within_the_bounds(task_id: str) -> None:
+    """The stated ceilings are not tuned to the spec's own silent guess: two other strategies
+    (others hold copies of my shard / others hold zeros) stay within them too."""
+    s = spec(task_id)
+    for n, fill in itertools.product((2, 5), ("copy", "zero")):
+        srs, pcss = [], []
+        for seed in range(16):
+            d = s.generate(n, s.default_k, random.Random(seed))
+            answers = [_pretend(s, d, agent, fill) for agent in range(n)]
+            srs.append(sum(s.is_correct(a, e, d) for a, e in zip(answers, d.expected)) / n)
+            pcss.append(sum(s.quality(a, e, d) for a, e in zip(answers, d.expected)) / n)
+        assert sum(srs) / 16 <= s.ceiling(n), (n, fill, sum(srs) / 16)
+        assert sum(pcss) / 16 <= s.pcs_ceiling(n), (n, fill, sum(pcss) / 16)
+
+
+def test_palindrome_end_agent_guesses_the_pinned_block() -> None:
+    """An end agent that sees the centre of the block after the filler (here 1 letter, the
+    guess for k = 10) infers the block's length, 2*8 - 2*1 + 1 = 15, worked out by hand."""
+    s = spec("II-13")
+    public = {"n": 3, "k": 10, "length": 30}
+    assert s.isolated_answer(0, 3, "h a b c d e f g x g", public) == [1] + [15] * 9
+    assert s.isolated_answer(2, 3, "g x g f e d c b a h", public) == [15] * 9 + [1]
+    assert s.isolated_answer(1, 3, "g x g f e d c b a h", public)[0] == 3  # interior: local only

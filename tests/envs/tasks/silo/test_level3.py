@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from masgrid.envs.tasks.silo import level3
+from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, floor_cell
 from masgrid.envs.tasks.silo.spec import SILO_SPECS, SiloData, SiloSpec
+from masgrid.envs.tokens import get_counter
 
 IDS = [f"III-{i}" for i in range(21, 31)]
 
@@ -176,12 +178,12 @@ def test_graph_sizes_scale_with_n() -> None:
 
 
 def test_graph_instances_are_nontrivial() -> None:
-    comps = truth_components(gen("III-23", 20, 5))
+    comps = truth_components(gen("III-23", 20, 5, k=8))
     assert 10 <= len(comps) <= 60 and max(len(c) for c in comps) > 3
     dist = truth_bfs(gen("III-24", 20, 5))
-    assert dist.count(-1) > 0 and max(dist) >= 3
+    assert dist.count(-1) > 0 and max(dist) == 30  # the layered graph uses all 30 levels
     ranks = truth_pagerank(gen("III-28", 20, 5))
-    assert len(set(ranks)) > 5
+    assert len(set(ranks)) > 50 and 0.15 not in ranks  # every node has an in-edge
 
 
 def test_kmeans_step_moves_centroids_and_no_cluster_is_empty() -> None:
@@ -246,11 +248,12 @@ def test_scorer_sort() -> None:
 
 
 def test_scorer_median() -> None:
+    """A one-element answer's ordered-subsequence ratio is 1 or 0: a near miss earns nothing."""
     d = gen("III-22", 1, 1, k=5)
-    values = sorted(d.shards[0])  # 5 values: median index 2, worst distance 2
+    values = sorted(d.shards[0])  # 5 values: median index 2
     assert _scores("III-22", values[2], d) == (True, 1.0)
-    assert _scores("III-22", values[3], d) == (False, 0.5)
-    assert _scores("III-22", values[0], d) == (False, 0.0)
+    assert _scores("III-22", values[3], d) == (False, 0.0)
+    assert _scores("III-22", values[2] + 1, d) == (False, 0.0)
     assert _scores("III-22", values[4] + 1000, d) == (False, 0.0)
 
 
@@ -417,3 +420,85 @@ def test_prompt_file_complete_and_substitutable(task_id: str) -> None:
     header = raw.splitlines()[0]
     assert header.startswith("# Placeholders used:") and all(f"${p}" in header for p in used)
     assert "submit_result" in doc["answer_format"] and "Example" in doc["answer_format"]
+
+
+# -- no-communication floor and workload (issue 13) ------------------------------------------
+@pytest.mark.parametrize("task_id", IDS)
+def test_silent_pcs_stays_under_the_stated_bound(task_id: str) -> None:
+    """A silent agent's mean P stays at or below the task's documented bound at every N
+    (the S side is tests/envs/tasks/silo/test_isolated_floor.py)."""
+    spec = spec_of(task_id)
+    for n in FLOOR_SCALES:
+        cell = floor_cell(task_id, n, seeds=8)
+        assert cell.unanswered == 0.0, f"{task_id} N={n}: a silent agent formed no answer"
+        assert cell.pcs <= spec.pcs_ceiling(n), f"{task_id} N={n}: silent PCS {cell.pcs:.3f} > {spec.pcs_ceiling(n)}"
+
+
+@pytest.mark.parametrize("task_id", ["III-24", "III-27", "III-28", "III-29", "III-30"])
+def test_no_constant_answer_beats_the_bound(task_id: str) -> None:
+    """Independent of any silent strategy: even the constant entry picked with the truth in
+    hand (the most frequent entry value) scores no more than the stated PCS bound, wherever
+    the answer has at least 100 entries."""
+    spec = spec_of(task_id)
+    for n in (20, 50, 100):
+        for seed in range(3):
+            truth = gen(task_id, n, seed).expected[0]
+            entries = [v for row in truth for v in row] if isinstance(truth[0], list) else truth
+            if len(entries) < 100:
+                continue  # one entry of a short answer is already a large share
+            top = max(entries.count(v) for v in set(entries)) / len(entries)
+            assert top <= spec.pcs_ceiling(n), f"{task_id} N={n} seed {seed}: one value is {top:.1%} of the answer"
+
+
+@pytest.mark.parametrize("task_id", ["III-21", "III-26"])
+def test_own_share_of_ordered_answers(task_id: str) -> None:
+    """An agent's own distinct values are the share of the answer silence gives it: 1/n for
+    the sort, (0.6 + 0.1) / (0.6 n) for Global Distinct (computed here with numpy)."""
+    expected = {"III-21": 1.0, "III-26": 0.7 / 0.6}[task_id]
+    for n in (2, 10, 50):
+        shares = []
+        for seed in range(4):
+            d = gen(task_id, n, seed)
+            universe = np.unique(np.array(flat(d.shards)))
+            shares += [len(np.intersect1d(np.unique(s), universe)) / len(universe) for s in d.shards]
+        assert float(np.mean(shares)) == pytest.approx(expected / n, rel=0.05)
+
+
+def test_median_pick_matches_enumeration() -> None:
+    """The hypergeometric pick behind III-22's isolated answer and ceiling, against counting
+    every k-subset of m values that contains the median."""
+    from itertools import combinations
+
+    for m, k in [(6, 3), (9, 4), (10, 5), (12, 3), (11, 6)]:
+        t = (m - 1) // 2
+        by_rank = [0] * k
+        for subset in combinations(range(m), k):
+            if t in subset:
+                by_rank[sorted(subset).index(t)] += 1
+        j, p = level3._median_pick(m, k)
+        assert by_rank[j] == max(by_rank)
+        assert p == pytest.approx(max(by_rank) / sum(by_rank))
+
+
+def test_collaborative_filtering_items_are_distinct_and_equally_long() -> None:
+    d = gen("III-27", 20, 3)
+    items = [tuple(v) for s in d.shards for _, v in s["items"]]
+    assert len(set(items)) == len(items) and {sum(x * x for x in v) for v in items} == {90}
+
+
+#: Table 6 of the paper: per-agent data shard tokens min 45, max 1,856 (mean 312.4)
+TABLE6_MIN, TABLE6_MAX = 45, 1856
+
+
+@pytest.mark.parametrize("task_id", IDS)
+def test_default_shards_match_table6(task_id: str) -> None:
+    """Default instances give every agent 45..1,856 tokens of data at every N, a task mean in
+    150..600 (the 30 tasks together near Table 6's 312), and the same workload at every N."""
+    count = get_counter("approx")
+    per_n = {n: [count(json.dumps(s)) for seed in range(2) for s in gen(task_id, n, seed).shards]
+             for n in FLOOR_SCALES}
+    every = [c for counts in per_n.values() for c in counts]
+    assert TABLE6_MIN <= min(every) and max(every) <= TABLE6_MAX
+    assert 150 <= sum(every) / len(every) <= 600
+    means = [sum(c) / len(c) for c in per_n.values()]
+    assert max(means) <= 1.3 * min(means), per_n.keys()

@@ -81,8 +81,8 @@ def test_level2_oracle_needs_its_own_format(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize("n,k,seed", [(2, 4, 0), (3, 8, 1), (5, 3, 2), (7, 6, 3)])
 def test_ii17_stop_numbers_match_the_instance(n: int, k: int, seed: int) -> None:
-    """The numbers the prompt states (stop range, agent 0's stops, end of line) bound every
-    trip of the instance, and the instance reaches them."""
+    """The numbers the prompt states (stop range, agent 0's stops, end of line, rides of k to
+    2k stops) bound every trip of the instance, and the instance reaches them."""
     task = get_task("silo/II-17")
     inst = task.generate(n, k, None, seed)
     text = task.build_prompt(task.view(inst, 0), "p2p", "base")
@@ -93,4 +93,5 @@ def test_ii17_stop_numbers_match_the_instance(n: int, k: int, seed: int) -> None
     for agent, trips in enumerate(inst.inputs):
         for passengers, board, leave in trips:
             assert agent * k <= board <= min(agent * k + first_group_end, last)
-            assert board < leave <= end_of_line and leave - board <= k
+            assert board < leave <= end_of_line and leave - board <= 2 * k  # rides of k..2k stops,
+            assert leave - board >= k or leave == end_of_line  # cut short only by the end of line
