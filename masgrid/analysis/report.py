@@ -68,13 +68,14 @@ RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and cam
 
 #: the MAS-Bench tasks, in the order Tables 1-8 prefer one (the paper's are sorting)
 MASBENCH_TASKS = ("sorting", "max", "prefix_sum")
-OTHER_REPORTS = ("AgentsNet: python -m masgrid.analysis.agentsnet RESULTS_DIR; "
-                 "SILO-Bench: python -m masgrid.analysis.silo_report RESULTS_DIR")
+OTHER_REPORTS = ("AgentsNet: python -m masgrid.analysis.agentsnet RESULTS_DIR --out DIR; "
+                 "SILO-Bench: python -m masgrid.analysis.silo_report RESULTS_DIR OUT; "
+                 "SIMAS: python -m masgrid.analysis.simas_report RESULTS_DIR OUT")
 
 
 def masbench_only(runs: pd.DataFrame, results_dir: Path) -> tuple[pd.DataFrame, str | None, str]:
     """The MAS-Bench runs, the one task Tables 1-8 describe, and a sentence on what was left
-    out. Other benchmarks' runs (AgentsNet, SILO) have their own reports: pooling them into
+    out. Other benchmarks' runs (AgentsNet, SILO, SIMAS) have their own reports: pooling them into
     these tables would mix metrics that do not mean the same thing. ValueError if none is left."""
     mine = runs[runs["task"].isin(MASBENCH_TASKS)]
     others = runs.loc[~runs["task"].isin(MASBENCH_TASKS), "task"].value_counts().sort_index()
