@@ -5,7 +5,8 @@
 1. Isolated floor: every agent answers from its own shard alone (envs/tasks/silo/isolated.py)
    on the instances of seeds 0..seeds-1 at N in {2, 5, 10, 20, 50, 100} and the task's default
    k; mean S (the paper's per-agent Success Rate), the fraction of instances with S = 1, and
-   mean PCS, next to the task's stated ceiling `chance_sr`.
+   mean PCS, next to the task's stated ceilings: `ceiling(N)` per cell (the largest mean S a
+   silent agent may reach at that N) and `chance_sr` (the largest share of instances).
 2. Shard tokens (appendix D, Table 6: T_data min 45, mean 312.4, max 1,856 per agent): the
    tokens of each agent's data as its prompt shows it (the JSON of the shard), counted with
    the default token counter, over the same instances.
@@ -37,16 +38,28 @@ def task_ids(selected: list[str] | None) -> list[str]:
 
 
 def floor_table(ids: list[str], seeds: int) -> list[str]:
-    header = ("| task | level | k | chance_sr | " + " | ".join(f"N={n} S / ok / PCS" for n in FLOOR_SCALES)
+    header = ("| task | level | k | chance_sr | " + " | ".join(f"N={n} S (ceiling) / ok / PCS" for n in FLOOR_SCALES)
               + " | max S |")
     lines = [header, "|" + "---|" * (5 + len(FLOOR_SCALES))]
     for tid in ids:
         spec = SILO_SPECS[tid]
         cells = [floor_cell(tid, n, seeds=seeds) for n in FLOOR_SCALES]
-        chance = "—" if spec.chance_sr is None else f"{spec.chance_sr:.2f}"
-        body = " | ".join(f"{c.sr:.2f} / {c.success:.2f} / {c.pcs:.2f}" for c in cells)
-        lines.append(f"| {tid} | {spec.level} | {cells[0].k} | {chance} | {body} | {max(c.sr for c in cells):.2f} |")
+        lines.append(floor_row(tid, spec.level, cells[0].k, spec.chance_sr,
+                               [(c.n, c.sr, c.success, c.pcs) for c in cells]))
     return lines
+
+
+def floor_row(tid: str, level: int, k: int, chance: float | None, cells: list[tuple[int, float, float, float]]) -> str:
+    """One task's row: per N, mean S with the task's ceiling(N), instances solved, mean PCS."""
+    spec = SILO_SPECS[tid]()
+    shown = "—" if chance is None else f"{chance:.2f}"
+    body = " | ".join(f"{sr:.2f} ({_ceiling(spec, n)}) / {ok:.2f} / {pcs:.2f}" for n, sr, ok, pcs in cells)
+    return f"| {tid} | {level} | {k} | {shown} | {body} | {max(c[1] for c in cells):.2f} |"
+
+
+def _ceiling(spec: object, n: int) -> str:
+    value = spec.ceiling(n)  # type: ignore[attr-defined]
+    return "—" if value is None else f"≤{value:.2f}"
 
 
 def shard_tokens(tid: str, seeds: int) -> list[int]:
