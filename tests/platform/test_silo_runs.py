@@ -98,10 +98,11 @@ def test_runs_on_ray(ray_session, tmp_path: Path) -> None:
 def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["instance", "silo/I-01", "agents=3", "seed=2"]) == 0
     inst = json.loads(capsys.readouterr().out)
-    assert inst["task"] == "silo/I-01" and len(inst["inputs"]) == 3 and len(inst["inputs"][0]) == 10
+    default_k = SILO_SPECS["I-01"].default_k
+    assert inst["task"] == "silo/I-01" and len(inst["inputs"]) == 3 and len(inst["inputs"][0]) == default_k
     (tmp_path / "inst.json").write_text(json.dumps(inst))
     top = inst["expected"][0]
-    (tmp_path / "ans.json").write_text(json.dumps([top, str(top), top - 1]))
+    (tmp_path / "ans.json").write_text(json.dumps([top, str(top), top // 2]))  # far off: no near-miss credit
     assert main(["score", "silo/I-01", "--instance", str(tmp_path / "inst.json"),
                  "--answers", str(tmp_path / "ans.json")]) == 0
     score = json.loads(capsys.readouterr().out)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 from pathlib import Path
 
@@ -90,7 +92,32 @@ def test_invalid_grid_is_rejected_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
-def test_sweep_presets_compose_and_validate():
+def _sweep_values(value: str) -> list[str]:
+    """A sweeper value as the basic sweeper expands it: `range(a,b)` or a comma list."""
+    found = re.fullmatch(r"\s*range\((\d+),\s*(\d+)\)\s*", value)
+    return [str(i) for i in range(int(found[1]), int(found[2]))] if found else value.split(",")
+
+
+def _paper_sized_simas_data(root: Path) -> Path:
+    """The SIMAS datasets in their public layouts with the paper's sizes (17 questions per
+    subject, 30 AIME problems), so the grid presets validate without the real data."""
+    import shutil
+
+    from masgrid.envs.tasks.simas.datasets import PAPER_SUBJECTS, default_data_dir
+
+    shutil.copytree(default_data_dir(), root)
+    for subject in PAPER_SUBJECTS:
+        rows = [f'"Question {i}?",a,b,c,d,{"ABCD"[i % 4]}' for i in range(17)]
+        (root / "mmlu" / "test" / f"{subject}_test.csv").write_text("\n".join(rows) + "\n")
+    ekar = [{"id": str(i), "question": "a : b", "choices": {"label": list("ABCD"), "text": list("wxyz")},
+             "answerKey": "A"} for i in range(17)]
+    (root / "ekar" / "validation.json").write_text(json.dumps(ekar))
+    (root / "aime2025" / "aime2025.jsonl").write_text(
+        "".join(json.dumps({"problem": f"p{i}", "answer": str(i)}) + "\n" for i in range(30)))
+    return root
+
+
+def test_sweep_presets_compose_and_validate(tmp_path: Path):
     """Every preset under conf/sweep/ expands to a grid of valid run configs (no Ray)."""
     import itertools
 
@@ -101,12 +128,13 @@ def test_sweep_presets_compose_and_validate():
     from masgrid.resources import conf_dir
 
     presets = sorted(p.stem for p in (conf_dir() / "sweep").glob("*.yaml"))
-    assert "masbench" in presets
+    assert "masbench" in presets and "simas" in presets
+    simas_data = _paper_sized_simas_data(tmp_path / "simas")
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         for name in presets:
             cfg = compose("config", overrides=[f"sweep={name}"], return_hydra_config=True)
-            params = {k: str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
+            params = {k: _sweep_values(str(v)) for k, v in cfg.hydra.sweeper.params.items()}
             base = OmegaConf.to_container(cfg, resolve=False)
             base.pop("hydra")
             sizes = [len(v) for v in params.values()]
@@ -123,9 +151,13 @@ def test_sweep_presets_compose_and_validate():
                     for part in parents:
                         node = node.setdefault(part, {})
                     node[leaf] = value
+                if str(data.get("task", "")).startswith("simas/"):
+                    data.setdefault("simas", {})["data_dir"] = str(simas_data)
                 split_job_config(data)
             if name == "masbench":
                 assert sizes == [1, 3, 5, 3, 5, 4, 3]  # task, protocol, N, K, family, condition, seeds
+            if name == "simas":
+                assert len(combos) == 6 * 8 * 17 * 3  # subjects x n x questions x repeats (section 4.1)
 
 
 def test_progress_plain_lines_and_rich_bar(capsys):
