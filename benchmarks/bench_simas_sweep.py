@@ -15,9 +15,13 @@ Reported per C (medians over --repeat sweeps, each into a fresh results_dir and 
 `masgrid run -m` process, so Ray start-up is included as a user sees it):
 - efficiency = ideal / wall, wall = the whole command (Ray start, planning, recording);
 - span efficiency = ideal / span, span = the server's first request to its last reply
-  (what the sweep's concurrency achieves once it is running);
+  (what the sweep's concurrency achieves once it is running); before first call and after
+  last reply: the rest of the wall time (start-up: Ray, planning, preflight; the end:
+  recording, shutting Ray down);
 - packing bound = ideal / the wall of a zero-overhead list schedule of the same runs in the
   order they started (the tail: the last runs of a sweep run with fewer than C beside them);
+- longest-first bound = the same with the runs started longest first (what ordering the grid
+  by expected cost, n descending, could recover);
 - mean in flight = server busy time (sum of call latencies) / span: calls in flight on average;
 - run startup = median over runs of startup_s (driver start until its actors are ready);
 - per-call overhead = median over runs of (wall_s - startup_s - critical path) / model_calls:
@@ -130,20 +134,24 @@ def one_sweep(concurrency: int, ns: argparse.Namespace, latency: Latency) -> dic
         raise SystemExit(f"server log ({len(calls)} calls, {server_busy:.3f} s) disagrees with the runs table "
                          f"({int(runs['model_calls'].sum())} calls, {sum(paths):.3f} s)")
     ideal = sum(paths) / concurrency
-    span = max(c[1] for c in calls) - min(c[0] for c in calls)
+    first, last = min(c[0] for c in calls), max(c[1] for c in calls)
+    span = last - first
     path = pd.Series(paths, index=runs.index)
     overhead = ((runs["wall_s"] - runs["startup_s"] - path) / runs["model_calls"]).median()
     return {"C": concurrency, "runs": len(runs), "calls": len(calls), "ideal_s": ideal, "wall_s": wall,
-            "span_s": span, "efficiency": ideal / wall, "span_efficiency": ideal / span,
-            "packing_bound": ideal / list_schedule(paths, concurrency), "mean_in_flight": server_busy / span,
+            "lead_s": first - t0, "trail_s": t0 + wall - last, "span_s": span, "efficiency": ideal / wall, "span_efficiency": ideal / span,
+            "packing_bound": ideal / list_schedule(paths, concurrency),
+            "lpt_bound": ideal / list_schedule(sorted(paths, reverse=True), concurrency), "mean_in_flight": server_busy / span,
             "max_in_flight": server.log.max_in_flight, "startup_s": float(runs["startup_s"].median()),
             "call_overhead_s": float(overhead),
             "cpu_cores": cpu_s / wall}
 
 
 COLUMNS = {"C": "C", "runs": "runs", "calls": "calls", "ideal_s": "ideal s", "wall_s": "wall s",
-           "efficiency": "ideal/wall", "span_s": "span s", "span_efficiency": "ideal/span",
-           "packing_bound": "packing bound", "mean_in_flight": "mean in flight", "max_in_flight": "max in flight",
+           "efficiency": "ideal/wall", "lead_s": "before first call s",
+           "trail_s": "after last reply s", "span_s": "span s", "span_efficiency": "ideal/span",
+           "packing_bound": "packing bound", "lpt_bound": "longest-first bound",
+           "mean_in_flight": "mean in flight", "max_in_flight": "max in flight",
            "startup_s": "run startup s", "call_overhead_s": "overhead per call s", "cpu_cores": "CPU cores"}
 
 
