@@ -46,7 +46,7 @@ import pandas as pd
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simas_latency_server import Latency, LatencyServer  # noqa: E402
+from simas_latency_server import CallLog, Latency, LatencyServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,6 +109,7 @@ def list_schedule(paths: list[float], concurrency: int) -> float:
 
 
 def one_sweep(concurrency: int, ns: argparse.Namespace, latency: Latency) -> dict:
+    """One `masgrid run -m` sweep into a fresh results_dir against a fresh server; its figures."""
     with LatencyServer(latency, tokens=ns.tokens) as server, \
             tempfile.TemporaryDirectory(prefix=f"bench_simas_c{concurrency}_") as tmp:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
@@ -117,34 +118,38 @@ def one_sweep(concurrency: int, ns: argparse.Namespace, latency: Latency) -> dic
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         cpu = TreeCpu(proc.pid)
         out, _ = proc.communicate()
-        wall = time.monotonic() - t0
+        end = time.monotonic()
         cpu_s = cpu.total()
         if ns.breakdown:
             print({k: round(v, 1) for k, v in list(cpu.by_name().items())[:12]}, flush=True)
         if proc.returncode != 0:
             raise SystemExit(f"sweep failed (exit {proc.returncode}):\n{out[-3000:]}")
         runs = pd.read_parquet(Path(tmp) / "runs").sort_values("started_at")
-        calls = list(server.log.calls)
+    row = figures(runs, server.log, latency, concurrency, t0, end)
+    return {**row, "cpu_cores": cpu_s / row["wall_s"]}
+
+
+def figures(runs: pd.DataFrame, log: CallLog, latency: Latency, concurrency: int, t0: float, end: float) -> dict:
+    """The sweep's figures from its runs table (in start order) and the server's call log."""
     bad = runs[runs["status"] != "ok"]
     if len(bad):
         raise SystemExit(f"{len(bad)} run(s) not ok: {bad[['status', 'error']].to_dict('records')[:3]}")
-    paths = (runs["model_calls"] * latency.base_s + runs["tokens_out"] * latency.per_token_s).tolist()
-    server_busy = sum(c[2] for c in calls)
-    if abs(server_busy - sum(paths)) > 1e-6 * max(1.0, server_busy) or len(calls) != int(runs["model_calls"].sum()):
-        raise SystemExit(f"server log ({len(calls)} calls, {server_busy:.3f} s) disagrees with the runs table "
+    path = runs["model_calls"] * latency.base_s + runs["tokens_out"] * latency.per_token_s
+    paths = path.tolist()
+    busy = sum(c[2] for c in log.calls)
+    if abs(busy - sum(paths)) > 1e-6 * max(1.0, busy) or len(log.calls) != int(runs["model_calls"].sum()):
+        raise SystemExit(f"server log ({len(log.calls)} calls, {busy:.3f} s) disagrees with the runs table "
                          f"({int(runs['model_calls'].sum())} calls, {sum(paths):.3f} s)")
     ideal = sum(paths) / concurrency
-    first, last = min(c[0] for c in calls), max(c[1] for c in calls)
-    span = last - first
-    path = pd.Series(paths, index=runs.index)
+    first, last = min(c[0] for c in log.calls), max(c[1] for c in log.calls)
     overhead = ((runs["wall_s"] - runs["startup_s"] - path) / runs["model_calls"]).median()
-    return {"C": concurrency, "runs": len(runs), "calls": len(calls), "ideal_s": ideal, "wall_s": wall,
-            "lead_s": first - t0, "trail_s": t0 + wall - last, "span_s": span, "efficiency": ideal / wall, "span_efficiency": ideal / span,
+    return {"C": concurrency, "runs": len(runs), "calls": len(log.calls), "ideal_s": ideal, "wall_s": end - t0,
+            "efficiency": ideal / (end - t0), "lead_s": first - t0, "trail_s": end - last, "span_s": last - first,
+            "span_efficiency": ideal / (last - first),
             "packing_bound": ideal / list_schedule(paths, concurrency),
-            "lpt_bound": ideal / list_schedule(sorted(paths, reverse=True), concurrency), "mean_in_flight": server_busy / span,
-            "max_in_flight": server.log.max_in_flight, "startup_s": float(runs["startup_s"].median()),
-            "call_overhead_s": float(overhead),
-            "cpu_cores": cpu_s / wall}
+            "lpt_bound": ideal / list_schedule(sorted(paths, reverse=True), concurrency),
+            "mean_in_flight": busy / (last - first), "max_in_flight": log.max_in_flight,
+            "startup_s": float(runs["startup_s"].median()), "call_overhead_s": float(overhead)}
 
 
 COLUMNS = {"C": "C", "runs": "runs", "calls": "calls", "ideal_s": "ideal s", "wall_s": "wall s",

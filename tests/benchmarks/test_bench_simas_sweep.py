@@ -5,7 +5,6 @@ script runs end to end (a real `masgrid run -m` sweep of two runs on Ray) and wr
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import json
 import os
 import random
@@ -108,4 +107,8 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert (values["C"], values["runs"], values["calls"]) == ("2", "2", str(sum(n * 1 + 1 for n in (1, 2))))
     assert 0 < float(values["ideal/span"]) <= 1.0 and 0 < float(values["ideal/wall"]) <= float(values["ideal/span"])
     assert 0 < float(values["packing bound"]) <= 1.0
-    assert list(itertools.islice(done.stdout.splitlines(), 1))  # it printed its per-sweep line
+    # ideal = every call's simulated latency / C: three 5-word turns and two 9-word final answers
+    final_words = len("Weighing the discussion, the group agrees. Final answer: B".split())
+    ideal = (3 * (0.01 + 0.001 * 5) + 2 * (0.01 + 0.001 * final_words)) / 2
+    assert abs(float(values["ideal s"]) - ideal) <= 0.0006
+    assert "'C': 2" in done.stdout  # the per-sweep line
