@@ -111,8 +111,10 @@ class EnvironmentHost:
     def submissions(self) -> list[Any]:
         return list(self.protocol.slots)
 
-    def round_of(self, turn: int) -> int:
-        """The round a phase's turn belongs to, for protocols that order turns (SIMAS's
-        group chat: turn // n + 1); one turn per round otherwise."""
+    def rounds_of(self, turns: int) -> list[int]:
+        """The round each of a phase's first `turns` turns belongs to, for protocols that order
+        turns (SIMAS's group chat: turn // n + 1; one turn per round otherwise). One call per
+        phase: a call per turn cost a round trip and CPU on every turn of a latency-bound run
+        (benchmarks/bench_simas_sweep.py)."""
         round_of = getattr(self.protocol, "round_of", None)
-        return round_of(turn) if round_of is not None else turn + 1
+        return [round_of(t) if round_of is not None else t + 1 for t in range(turns)]

@@ -39,8 +39,8 @@ class EnvironmentClient:
     async def submissions(self) -> list:
         return await self.port.call("submissions")
 
-    async def round_of(self, turn: int) -> int:
-        return await self.port.call("round_of", turn)
+    async def rounds_of(self, turns: int) -> list[int]:
+        return await self.port.call("rounds_of", turns)
 
 
 class AgentPoolClient:

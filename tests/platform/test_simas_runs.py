@@ -231,3 +231,20 @@ def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[st
     if task == "simas/mmlu":  # the subject is required, and said so in one line
         assert main(["instance", task, "agents=2"]) == 2
         assert "simas.subject" in capsys.readouterr().err
+
+
+def test_events_carry_the_discussion_round(tmp_path: Path) -> None:
+    """Every model call is recorded under its discussion round (turn k of n agents: round
+    k // n + 1; the final answer: T + 1) and its speaker, in speaking order; the profile
+    phase is one call in round 1. The rounds are asked once per phase (`rounds_of`)."""
+    n, rounds = 3, 2
+    with ChatServer(Recorder([json.dumps([{"personality": f"p{i}", "belief": f"b{i}", "expertise": f"e{i}"}
+                                          for i in range(n)])])) as server:
+        cfg = cfg_of(tmp_path, agents=n, simas={"rounds": rounds, "profiles": "generate"}, **openai(server))
+        assert run_local(cfg).status == "ok"
+    events = pd.read_parquet(tmp_path / "events")
+    calls = events[events["kind"] == "model_call"].sort_values("seq")
+    by_phase = {int(p): list(zip(g["agent"], g["round"])) for p, g in calls.groupby("phase")}
+    assert by_phase[1] == [(0, 1)]
+    expected = [(k % n, k // n + 1) for k in range(n * rounds)] + [(0, rounds + 1)]
+    assert by_phase[2] == expected

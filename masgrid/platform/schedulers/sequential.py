@@ -3,8 +3,9 @@
 The protocol owns the order: whoever it hands a message (the opening, then each turn's
 `end_round` delivery) speaks next, one model call at a time, until it hands none. Each
 call is one step of the agent pool and one `apply_round` of the environment, recorded
-under the discussion round the protocol assigns (`round_of`, sent with the step so the
-events carry the discussion round, not the turn). The submissions are the protocol's
+under the discussion round the protocol assigns (`rounds_of`, asked once per phase for
+every turn the phase may have, and sent with each step so the events carry the discussion
+round, not the turn). The submissions are the protocol's
 slots at the end of the phase: in SIMAS's profile phase one reply fills every agent's.
 An agent whose call the server refused for good is skipped: its turns are empty.
 """
@@ -29,11 +30,12 @@ class SequentialScheduler(Scheduler):
         turns, last_round = 0, 0
         # a runaway protocol cannot loop forever: every agent speaks at most once a round
         limit = max(1, ctx.max_rounds) * n + 1
+        rounds = await ctx.env.rounds_of(limit)
         while pending and turns < limit:
             speaker = min(pending)
             observations = pending.pop(speaker)
             turns += 1
-            round_no = await ctx.env.round_of(turns - 1)
+            round_no = rounds[turns - 1]
             last_round = max(last_round, round_no)
             if speaker in stopped:
                 completions = {}
