@@ -58,7 +58,8 @@ def sweep_command(base_url: str, results_dir: str, concurrency: int, ns: argpars
             f"simas.question=range(0,{ns.questions})", f"simas.rounds={ns.rounds}", f"simas.profiles={ns.profiles}",
             "backend=openai", "model=local_vllm", "model.served_name=bench", f"model.base_url={base_url}", "model.max_retries=0",
             "execution.token_counter=approx", f"results_dir={results_dir}",
-            f"sweep.max_concurrent={concurrency}", "sweep.progress=off", f"sweep.reuse_actors={ns.reuse}"]
+            f"sweep.max_concurrent={concurrency}", "sweep.progress=off", f"sweep.reuse_actors={ns.reuse}",
+            *ns.set]
 
 
 class TreeCpu:
@@ -185,6 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-token-s", type=float, default=0.01)
     ap.add_argument("--breakdown", action="store_true", help="print CPU seconds per process title")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    ap.add_argument("--set", action="append", default=[], help="extra override for the sweep, e.g. "
+                    "execution.status_actor_after_s=null (repeatable)")
     ns = ap.parse_args(argv)
     latency = Latency(ns.base_s, ns.per_token_s)
     rows = []

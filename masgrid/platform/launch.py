@@ -112,11 +112,13 @@ class DriverWorker:
         self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
 
     async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
-        name = RunName(cfg.run_id)  # the run's name in the dashboard (see run_status.py)
+        after = cfg.execution.status_actor_after_s
+        name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
         try:
             summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
         finally:
-            name.close()
+            if name is not None:
+                name.close()
         heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
         return summary
 

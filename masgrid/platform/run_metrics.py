@@ -41,6 +41,11 @@ class RunProgress:
             }
 
     def round(self, phase: int, round_no: int) -> None:
+        """Called after each scheduler step; a sequential schedule steps once per turn, so only
+        a new (phase, round) is reported: the status and the rounds counter count rounds."""
+        if (phase, round_no) == getattr(self, "_last", None):
+            return
+        self._last = (phase, round_no)
         if self.status is not None:
             self.status.update(phase, round_no)
         if self.enabled:
