@@ -154,7 +154,7 @@ def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
     named = orders.pivot_table(index="pair_id", columns="order", values="winner", aggfunc="first")
     split = named.apply(lambda r: r.notna().all() and r.nunique() > 1, axis=1) if not named.empty else pd.Series(dtype=bool)
     combined = judgments[judgments["order"] == "combined"].copy()
-    combined["disagree"] = combined["pair_id"].map(split).fillna(False).astype(bool)
+    combined["disagree"] = combined["pair_id"].map(split).eq(True)  # unmatched pairs: no disagreement
     rows = []
     for key, g in combined.groupby(JUDGE_KEYS, dropna=False):
         ok = g[g["status"] == "ok"]
