@@ -29,6 +29,7 @@ class RunProgress:
         self.tags = {"run_id": run_id, "task": task, "protocol": protocol, "experiment": experiment}
         self.enabled = enabled
         self.status = status  # warm driver workers: the run's RunName (run_status.py), told each round
+        self._last: tuple[int, int] | None = None  # the (phase, round) last reported
         self._m: dict[str, Any] = {}
         if enabled:
             from ray.util.metrics import Counter, Gauge
@@ -43,7 +44,7 @@ class RunProgress:
     def round(self, phase: int, round_no: int) -> None:
         """Called after each scheduler step; a sequential schedule steps once per turn, so only
         a new (phase, round) is reported: the status and the rounds counter count rounds."""
-        if (phase, round_no) == getattr(self, "_last", None):
+        if (phase, round_no) == self._last:
             return
         self._last = (phase, round_no)
         if self.status is not None:

@@ -38,25 +38,20 @@ class FloorCell(BaseModel):
 
 
 def isolated_answer_text(spec: SiloSpec, agent: int, n: int, data: SiloData) -> str | None:
-    """The submit_result text a silent agent writes, or None when it has no answer."""
-    try:
-        value = spec.isolated_answer(agent, n, data.shards[agent], data.public)
-    except (KeyError, IndexError, ValueError, ZeroDivisionError, TypeError):
-        return None  # the classical solution needs peers' data this agent does not have
+    """The submit_result text a silent agent writes, or None when its spec gives no answer.
+
+    An exception is not caught: a silent guess that fails is a bug in the spec, and
+    swallowing it would lower the floor and flatter every score measured above it."""
+    value = spec.isolated_answer(agent, n, data.shards[agent], data.public)
     return None if value is None else spec.format_answer(value)
 
 
 def isolated_answers(spec: SiloSpec, data: SiloData) -> list[Any]:
-    """Each agent's parsed isolated answer (None: no answer, scored as a missing submission)."""
+    """Each agent's parsed isolated answer (None: no answer, scored as a missing submission).
+    A guess its own task cannot parse is a bug and raises, like a failing guess."""
     n = len(data.shards)
-    answers: list[Any] = []
-    for agent in range(n):
-        text = isolated_answer_text(spec, agent, n, data)
-        try:
-            answers.append(None if text is None else spec.parse_answer(text, agent, data))
-        except ValueError:
-            answers.append(None)
-    return answers
+    texts = [isolated_answer_text(spec, agent, n, data) for agent in range(n)]
+    return [None if text is None else spec.parse_answer(text, agent, data) for agent, text in enumerate(texts)]
 
 
 def isolated_score(spec: SiloSpec, data: SiloData) -> Score:

@@ -52,9 +52,14 @@ class ProfileValidator:
 class GroupChatProtocol(Protocol):
     name = "groupchat"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.attached, self.phase_no = False, 0  # Protocol.__init__ calls reset() before attach()
+        super().__init__(*args, **kwargs)
+
     def reset(self) -> None:
+        """A new phase: the driver resets once per phase after `attach`, so resets count phases."""
         super().reset()
-        self.phase_no = getattr(self, "phase_no", 0) + (1 if getattr(self, "attached", False) else 0)
+        self.phase_no += self.attached
         self.transcript: list[tuple[int, str]] = []  # (speaker, text) in order
         self.seen: list[int] = [0] * self.n_agents  # transcript entries each agent has been shown
         self.turn = 0  # turns taken in this phase

@@ -78,3 +78,17 @@ def test_isolated_condition_refuses_a_model_backend(tmp_path: Path) -> None:
         RunConfig.from_mapping({"results_dir": str(tmp_path), "task": "silo/I-01", "agents": 4,
                                 "condition": "isolated", "backend": "openai",
                                 "model": {"name": "m", "base_url": "http://127.0.0.1:9/v1"}})
+
+
+def test_a_failing_silent_guess_is_an_error_not_a_lower_floor() -> None:
+    """Swallowing a broken guess would score it as 'no answer' and flatter every score above it."""
+    from masgrid.envs.tasks.silo.isolated import isolated_score
+
+    task = get_task("silo/I-01")
+
+    class Broken(type(task.spec)):
+        def isolated_answer(self, agent, n, shard, public):
+            raise KeyError("peer payload")
+
+    with pytest.raises(KeyError):
+        isolated_score(Broken(), task.silo_data(3, task.default_k, 0))
