@@ -486,6 +486,13 @@ class TopK(_Level1Spec):
     def solve(self, agent: int, n: int, payloads: dict[int, Any], public: dict[str, Any]) -> Any:
         return sorted((v for values in payloads.values() for v in values), reverse=True)[:public["top_k"]]
 
+    def isolated_answer(self, agent: int, n: int, shard: Any, public: dict[str, Any]) -> Any:
+        """The own largest values; with fewer than top_k of them (k < 5) the answer still needs
+        top_k distinct values, so it is padded with guesses just above the own maximum."""
+        own = sorted(shard, reverse=True)[:public["top_k"]]
+        pad = (max(shard) + i for i in range(1, public["top_k"] + 1))
+        return sorted([*own, *[v for v in pad if v not in own][:public["top_k"] - len(own)]], reverse=True)
+
 
 @silo_spec
 class StandardDeviation(_StatSpec):
