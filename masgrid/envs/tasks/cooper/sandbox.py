@@ -360,11 +360,15 @@ class Sandbox:
                     killed = "output"
                     _kill_group(proc)
                     drain_until = time.monotonic() + 5.0
-            if not events and drain_until is None and proc.poll() is not None:
+            if not events and drain_until is None and _exited(proc.pid):
                 # the command exited; what it left running in the background still holds the pipes
                 _kill_group(proc)
                 drain_until = time.monotonic() + 1.0
         sel.close()
+        # the pipes closing is not the command ending: wait for it (without reaping, so the
+        # group id cannot be reused before the stragglers are killed), then kill the group
+        if killed is None and not _exited(proc.pid, until=deadline):
+            killed = "timeout"
         _kill_group(proc)
         try:
             code = proc.wait(timeout=10)
@@ -378,6 +382,18 @@ class Sandbox:
             truncated=out.truncated or err.truncated, wall_s=time.monotonic() - start, killed=killed,
             stdout_bytes=out.total, stderr_bytes=err.total,
         )
+
+
+def _exited(pid: int, until: float | None = None) -> bool:
+    """Whether the child `pid` has exited, polling until `until`; it stays unreaped."""
+    pause = 0.001
+    while True:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if until is None or time.monotonic() >= until:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

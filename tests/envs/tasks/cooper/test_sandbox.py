@@ -229,3 +229,15 @@ def test_exit_codes_pass_through_and_background_leftovers_do_not_hang(agents: tu
     res = box(a, kind=kind, timeout_s=20).run("sleep 30 & echo started", cwd=a)
     assert res.exit_code == 0 and not res.timed_out and res.wall_s < 5
     assert box(a, kind=kind).run(["printf", "%s|", "a b", "$HOME"], cwd=a).stdout == "a b|$HOME|"
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "none"])
+def test_the_exit_status_is_the_commands_not_our_cleanup(agents: tuple[Path, Path], kind: str) -> None:
+    """Pipes close a moment before the process is gone: the group kill must wait for it."""
+    a, _ = agents
+    sb = box(a, kind=kind)
+    assert [sb.run("ls -la", cwd=a).exit_code for _ in range(40)] == [0] * 40
+    res = sb.run("exec >&- 2>&-; sleep 0.3; exit 4", cwd=a)
+    assert res.exit_code == 4 and not res.timed_out
+    res = sb.run("exec >&- 2>&-; sleep 10", cwd=a, timeout_s=0.5)
+    assert res.timed_out and res.exit_code is None and res.wall_s < 5
