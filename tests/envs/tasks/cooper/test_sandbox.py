@@ -188,11 +188,15 @@ def test_capture_matches_slicing_on_random_streams() -> None:
             assert cap_obj.truncated and cap_obj.text() == want
 
 
-def test_memory_limit_stops_a_hungry_process(agents: tuple[Path, Path]) -> None:
+def test_memory_cpu_and_file_limits_bite(agents: tuple[Path, Path]) -> None:
     a, _ = agents
-    cmd = "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"
-    res = box(a, memory_mb=128, timeout_s=30).run(cmd, cwd=a)
-    assert "400000000" not in res.stdout and res.wall_s < 30
+    hungry = "x=$(head -c 30000000 /dev/zero | tr '\\0' a); echo ${#x}"
+    assert box(a, memory_mb=32).run(hungry, cwd=a).stdout.strip() != "30000000"
+    assert box(a).run(hungry, cwd=a).stdout.strip() == "30000000"  # control: the default limit allows it
+    spin = box(a, cpu_s=1, timeout_s=20).run("while :; do :; done", cwd=a)
+    assert not spin.timed_out and spin.exit_code not in (0, None) and spin.wall_s < 10  # SIGXCPU
+    big = box(a, file_mb=1).run("head -c 3000000 /dev/zero > big.bin; echo $?", cwd=a)
+    assert big.stdout.strip() != "0" and (a / "big.bin").stat().st_size <= 1 << 20
 
 
 def test_opt_out_is_explicit_and_limits_are_reported(agents: tuple[Path, Path]) -> None:
