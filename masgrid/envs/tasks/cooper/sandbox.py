@@ -388,7 +388,10 @@ def _exited(pid: int, until: float | None = None) -> bool:
     """Whether the child `pid` has exited, polling until `until`; it stays unreaped."""
     pause = 0.001
     while True:
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # already reaped (e.g. SIGCHLD ignored in this process)
             return True
         if until is None or time.monotonic() >= until:
             return False

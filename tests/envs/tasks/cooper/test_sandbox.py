@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from masgrid.envs.tasks.cooper.sandbox import (
     SandboxError,
     SandboxSettings,
     _Capture,
+    interpreter_paths,
     sandbox_problem,
 )
 
@@ -245,3 +247,14 @@ def test_the_exit_status_is_the_commands_not_our_cleanup(agents: tuple[Path, Pat
     assert res.exit_code == 4 and not res.timed_out
     res = sb.run("exec >&- 2>&-; sleep 10", cwd=a, timeout_s=0.5)
     assert res.timed_out and res.exit_code is None and res.wall_s < 5
+
+
+def test_a_venv_runs_when_its_interpreter_paths_are_readable(agents: tuple[Path, Path]) -> None:
+    """How the evaluator runs a task's tests: the venv and its base interpreter read-only."""
+    a, _ = agents
+    python = Path(sys.executable)
+    cmd = [str(python), "-c", "import pydantic, sys; print(sys.prefix)"]
+    ok = Sandbox(SandboxSettings(), writable=[a], readable=interpreter_paths(python)).run(cmd, cwd=a)
+    assert ok.exit_code == 0 and ok.stdout.strip() == sys.prefix
+    if not any(p.is_relative_to("/usr") for p in interpreter_paths(python)):
+        assert box(a).run(cmd, cwd=a).exit_code != 0  # not mounted: not there
