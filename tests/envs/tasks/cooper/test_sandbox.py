@@ -107,6 +107,8 @@ def test_no_network_even_to_the_host_loopback(agents: tuple[Path, Path]) -> None
         assert res.exit_code != 0 and "hello" not in res.stdout and not accepted
         control = box(a, kind="none", timeout_s=10).run(probe, cwd=a)
         assert control.exit_code == 0 and "hello" in control.stdout and accepted
+        shared = box(a, network=True, timeout_s=10).run(probe, cwd=a)  # the explicit opt-in works
+        assert shared.exit_code == 0 and "hello" in shared.stdout and len(accepted) == 2
     finally:
         stop.set()
         thread.join(timeout=2)
@@ -258,3 +260,23 @@ def test_a_venv_runs_when_its_interpreter_paths_are_readable(agents: tuple[Path,
     assert ok.exit_code == 0 and ok.stdout.strip() == sys.prefix
     if not any(p.is_relative_to("/usr") for p in interpreter_paths(python)):
         assert box(a).run(cmd, cwd=a).exit_code != 0  # not mounted: not there
+
+
+def test_concurrent_commands_of_two_agents_stay_apart(agents: tuple[Path, Path]) -> None:
+    """The asynchronous schedule runs both agents' commands at once, from threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = agents
+    boxes = {a: box(a), b: box(b)}
+    jobs = [(wt, i) for i in range(6) for wt in (a, b)]
+
+    def job(item: tuple[Path, int]) -> tuple[Path, int, str]:
+        wt, i = item
+        res = boxes[wt].run(f"echo {i} > out{i}.txt; sleep 0.1; ls {a.parent}; cat out{i}.txt", cwd=wt)
+        return wt, i, res.stdout
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(job, jobs))
+    for wt, i, stdout in results:
+        assert stdout.split() == [wt.name, str(i)]
+        assert (wt / f"out{i}.txt").read_text() == f"{i}\n"
