@@ -27,6 +27,7 @@ explicit opt-out the run records, never a silent fallback.
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import shutil
@@ -172,30 +173,49 @@ class _PidsCgroup:
 
     def __init__(self, path: Path, max_procs: int) -> None:
         path.mkdir()
-        (path / "pids.max").write_text(str(max_procs))
         self.path = path
+        try:
+            (path / "pids.max").write_text(str(max_procs))
+        except OSError:
+            path.rmdir()
+            raise
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` started inside this cgroup: the shell moves itself in, then becomes the
+        command, so nothing forks outside it; if the move fails, the command does not run."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
     @staticmethod
-    def parent() -> Path | None:
-        """A writable pids hierarchy (cgroup v1 or v2) for our own cgroup, or None."""
+    def candidates() -> list[Path]:
+        """pids hierarchies (cgroup v1 or v2) that may take a child cgroup of ours."""
         try:
             lines = Path("/proc/self/cgroup").read_text().splitlines()
         except OSError:
-            return None
+            return []
+        out = []
         for line in lines:
             _, controllers, rel = line.split(":", 2)
             if "pids" in controllers.split(","):
-                base = Path("/sys/fs/cgroup/pids") / rel.lstrip("/")
-                if (base / "cgroup.procs").exists() and os.access(base, os.W_OK):
-                    return base
-            if controllers == "":
-                base = Path("/sys/fs/cgroup") / rel.lstrip("/")
-                try:
-                    enabled = (base / "cgroup.subtree_control").read_text().split()
-                except OSError:
-                    continue
-                if "pids" in enabled and os.access(base, os.W_OK):
-                    return base
+                out += [Path("/sys/fs/cgroup/pids") / rel.lstrip("/"), Path("/sys/fs/cgroup/pids")]
+            elif controllers == "":
+                out.append(Path("/sys/fs/cgroup") / rel.lstrip("/"))
+        return [p for p in dict.fromkeys(out) if (p / "cgroup.procs").exists() and os.access(p, os.W_OK)]
+
+    @classmethod
+    def usable_parent(cls) -> Path | None:
+        """The first candidate where a command really starts inside a limited child cgroup."""
+        for parent in cls.candidates():
+            try:
+                group = cls(parent / f"masgrid-probe-{uuid.uuid4().hex[:12]}", 8)
+            except OSError:
+                continue
+            try:
+                ok = subprocess.run(group.wrap(["true"]), capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            group.remove()
+            if ok:
+                return parent
         return None
 
     def kill_all(self) -> None:
@@ -238,7 +258,7 @@ class Sandbox:
             raise SandboxError(INSTALL_HINT)
         if self._prlimit is None:
             raise SandboxError("prlimit (util-linux) is missing: install util-linux to run sandboxed commands")
-        self._cgroup_parent = _PidsCgroup.parent() if os.geteuid() == 0 else None
+        self._cgroup_parent = _cgroup_parent() if os.geteuid() == 0 else None
         self.enforcement = self._enforcement()
 
     @staticmethod
@@ -310,18 +330,21 @@ class Sandbox:
         argv = self._limits_argv() + inner
         if self.settings.kind == "bwrap":
             argv = self._bwrap_argv(cwd, full_env) + argv
-        cgroup = None
+        cgroup, unenforced = None, "not enforced" in self.enforcement["processes"]
         if self._cgroup_parent is not None:
-            cgroup = _PidsCgroup(self._cgroup_parent / f"masgrid-sbx-{uuid.uuid4().hex[:12]}",
-                                 self.settings.max_procs)
-            # the shell moves itself into the cgroup, then becomes the command: nothing forks first
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup.path / "cgroup.procs"), *argv]
+            try:
+                cgroup = _PidsCgroup(self._cgroup_parent / f"masgrid-sbx-{uuid.uuid4().hex[:12]}",
+                                     self.settings.max_procs)
+            except OSError:
+                unenforced = True  # the hierarchy looked writable but is not: run, and say so
+            else:
+                argv = cgroup.wrap(argv)
         try:
             result = self._execute(argv, cwd, full_env, timeout_s or self.settings.timeout_s)
         finally:
             if cgroup is not None:
                 cgroup.remove()
-        if "not enforced" in self.enforcement["processes"]:
+        if unenforced:
             result.notes.append("process limit not enforced")
         return result
 
@@ -382,6 +405,12 @@ class Sandbox:
             truncated=out.truncated or err.truncated, wall_s=time.monotonic() - start, killed=killed,
             stdout_bytes=out.total, stderr_bytes=err.total,
         )
+
+
+@functools.cache
+def _cgroup_parent() -> Path | None:
+    """Where per-command pids cgroups go (probed once per process)."""
+    return _PidsCgroup.usable_parent()
 
 
 def _exited(pid: int, until: float | None = None) -> bool:
