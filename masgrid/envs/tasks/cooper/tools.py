@@ -52,6 +52,7 @@ class ToolResult(BaseModel):
     text: str
     tool: str
     changed_paths: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="sandbox limits not enforced for this call (bash)")
 
 
 class _Args(BaseModel):
@@ -378,4 +379,4 @@ class ToolBox:
             first = f"command stopped: it wrote {res.stdout_bytes + res.stderr_bytes} bytes or more of output"
         else:
             first = f"exit code {res.exit_code}"
-        return ToolResult(ok=res.killed is None, tool="bash", text=f"{first}\n{body}".rstrip("\n"))
+        return ToolResult(ok=res.killed is None, tool="bash", text=f"{first}\n{body}".rstrip("\n"), notes=res.notes)

@@ -280,3 +280,17 @@ def test_concurrent_commands_of_two_agents_stay_apart(agents: tuple[Path, Path])
     for wt, i, stdout in results:
         assert stdout.split() == [wt.name, str(i)]
         assert (wt / f"out{i}.txt").read_text() == f"{i}\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root needs the pids cgroup")
+def test_an_unenforced_process_limit_is_flagged_on_every_result(agents: tuple[Path, Path],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from masgrid.envs.tasks.cooper import sandbox as sandbox_module
+    from masgrid.envs.tasks.cooper.tools import ToolBox
+
+    a, _ = agents
+    monkeypatch.setattr(sandbox_module, "_cgroup_parent", lambda: None)
+    sb = box(a)
+    assert sb.enforcement["processes"].startswith("not enforced")
+    assert sb.run("true", cwd=a).notes == ["process limit not enforced"]
+    assert ToolBox(a, sb).call("bash", {"command": "true"}).notes == ["process limit not enforced"]

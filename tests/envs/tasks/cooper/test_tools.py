@@ -220,6 +220,7 @@ def test_bash_runs_sandboxed_with_limits(wt: Path, tmp_path: Path) -> None:
     res = tb.call("bash", {"command": f"pwd; touch {tmp_path}/escaped; echo err >&2; exit 3"})
     assert res.ok and res.text.startswith("exit code 3\n") and str(wt) in res.text and "[stderr]\nerr" in res.text
     assert not (tmp_path / "escaped").exists()
+    assert res.notes == ([] if "not enforced" not in tb.sandbox.enforcement["processes"] else ["process limit not enforced"])
     long = tb.call("bash", {"command": "seq 1 100000"})
     assert long.ok and len(long.text) < 1_200 and long.text.rstrip().endswith("100000") and "omitted" in long.text
     slow = tb.call("bash", {"command": "sleep 10", "timeout_s": 30})  # asks for more than allowed
