@@ -43,6 +43,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #: system directories made visible (read-only) in every sandbox; symlinks (e.g. /bin ->
 #: usr/bin on merged-/usr systems) are recreated as symlinks
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+#: secrets under the system directories, hidden inside the sandbox (the command runs as the
+#: owner of root's files when we run as root, so file modes alone would not stop it)
+HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+HIDDEN_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d")
 #: environment every command starts from (the host's environment is not inherited)
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -131,6 +135,12 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    for path in HIDDEN_FILES:
+        if os.path.isfile(path):
+            args += ["--ro-bind", "/dev/null", path]
+    for path in HIDDEN_DIRS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
     return args
 
 

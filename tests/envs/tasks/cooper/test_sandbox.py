@@ -72,6 +72,14 @@ def test_other_worktrees_and_homes_are_invisible(agents: tuple[Path, Path]) -> N
     assert "the other agent's work" in box(a, kind="none").run(probe, cwd=a).stdout
 
 
+@pytest.mark.skipif(not os.access("/etc/shadow", os.R_OK), reason="needs a readable /etc/shadow to compare")
+def test_system_secrets_are_hidden(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    probe = "cat /etc/shadow; ls /etc/ssh"
+    assert "root:" not in box(a).run(probe, cwd=a).stdout
+    assert "root:" in box(a, kind="none").run(probe, cwd=a).stdout
+
+
 def test_host_environment_does_not_leak(agents: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     a, _ = agents
     monkeypatch.setenv("MASGRID_TEST_SECRET", "s3cr3t")
