@@ -78,6 +78,7 @@ class SandboxSettings(BaseModel):
     memory_mb: int = Field(4096, gt=0, description="address space per process, MiB (RLIMIT_AS)")
     max_procs: int = Field(256, gt=0, description="processes and threads the command may have at once")
     file_mb: int = Field(1024, gt=0, description="largest file the command may write, MiB (RLIMIT_FSIZE)")
+    tmp_mb: int = Field(512, gt=0, description="size of the private /tmp (a tmpfs, i.e. host memory), MiB")
     output_cap_bytes: int = Field(256_000, gt=0, description="bytes kept per stream (head and tail)")
     output_kill_bytes: int = Field(64 << 20, gt=0, description="total output after which the command is killed")
     network: bool = False
@@ -293,6 +294,9 @@ class Sandbox:
             "processes": procs,
             "cpu_memory_files": "prlimit",
             "wall_clock": "process-group kill",
+            "tmp": ("host /tmp (not private)" if self.settings.kind == "none" else
+                    f"private tmpfs of {self.settings.tmp_mb} MiB" if _bwrap_has_size(self._bwrap or "bwrap")
+                    else "private tmpfs, size not capped (bubblewrap < 0.7)"),
         }
 
     def _limits_argv(self) -> list[str]:
@@ -306,7 +310,10 @@ class Sandbox:
     def _bwrap_argv(self, cwd: Path, env: dict[str, str]) -> list[str]:
         argv = [self._bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
                 "--cap-drop", "ALL", "--hostname", "sandbox", *_system_binds(),
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+                "--proc", "/proc", "--dev", "/dev"]
+        if _bwrap_has_size(argv[0]):
+            argv += ["--size", str(self.settings.tmp_mb << 20)]
+        argv += ["--tmpfs", "/tmp"]
         if self.settings.network:
             argv.append("--share-net")
         # shallower mounts first, so a read-only path inside a writable one (a worktree's .git)
@@ -415,6 +422,15 @@ class Sandbox:
             truncated=out.truncated or err.truncated, wall_s=time.monotonic() - start, killed=killed,
             stdout_bytes=out.total, stderr_bytes=err.total,
         )
+
+
+@functools.cache
+def _bwrap_has_size(bwrap: str) -> bool:
+    """Whether this bubblewrap can cap a tmpfs (`--size`, bubblewrap >= 0.7)."""
+    try:
+        return "--size" in subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 @functools.cache

@@ -209,6 +209,11 @@ def test_memory_cpu_and_file_limits_bite(agents: tuple[Path, Path]) -> None:
     assert not spin.timed_out and spin.exit_code not in (0, None) and spin.wall_s < 10  # SIGXCPU
     big = box(a, file_mb=1).run("head -c 3000000 /dev/zero > big.bin; echo $?", cwd=a)
     assert big.stdout.strip() != "0" and (a / "big.bin").stat().st_size <= 1 << 20
+    fill_tmp = "for i in 1 2 3 4; do head -c 8000000 /dev/zero > /tmp/f$i || exit 7; done"
+    small = box(a, tmp_mb=16)
+    if small.enforcement["tmp"].startswith("private tmpfs of"):
+        assert small.run(fill_tmp, cwd=a).exit_code == 7  # /tmp is host memory: capped
+        assert box(a).run(fill_tmp, cwd=a).exit_code == 0
 
 
 def test_opt_out_is_explicit_and_limits_are_reported(agents: tuple[Path, Path]) -> None:
