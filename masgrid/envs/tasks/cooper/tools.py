@@ -246,9 +246,11 @@ class ToolBox:
             raise ToolError(f"{raw} is not UTF-8 text; the file tools only handle UTF-8") from None
 
     def _write_text(self, path: Path, text: str, raw: str) -> None:
-        if len(text.encode("utf-8")) > self.limits.max_write_bytes:
-            raise ToolError(f"the new text of {raw} would exceed {self.limits.max_write_bytes} bytes")
-        path.write_text(text, encoding="utf-8")
+        data = text.encode("utf-8")
+        if len(data) > self.limits.max_file_bytes:
+            raise ToolError(f"{raw} would grow to {len(data)} bytes, past the {self.limits.max_file_bytes} "
+                            "the file tools can open; nothing was written")
+        path.write_bytes(data)
 
     def _check_size(self, text: str) -> None:
         if len(text.encode("utf-8")) > self.limits.max_write_bytes:

@@ -191,6 +191,9 @@ def test_binary_huge_and_special_files_are_refused(wt: Path) -> None:
         assert not res.ok and why in res.text and "\n" not in res.text, res.text
     too_long = toolbox(wt, max_write_bytes=100).call("create_file", {"path": "long.txt", "content": "y" * 101})
     assert not too_long.ok and "100 bytes" in too_long.text and not (wt / "long.txt").exists()
+    (wt / "near.txt").write_text("z" * 3_990 + "\nend\n")
+    grow = tb.call("str_replace", {"path": "near.txt", "old_str": "end", "new_str": "e" * 50})
+    assert not grow.ok and "past the 4000" in grow.text and (wt / "near.txt").read_text().endswith("\nend\n")
 
 
 def test_bad_arguments_and_scheduler_tools_are_errors(wt: Path) -> None:
