@@ -469,3 +469,22 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def main() -> int:
+    """`python -m masgrid.envs.tasks.cooper.sandbox`: can this machine sandbox, and how."""
+    problem = sandbox_problem()
+    if problem:
+        print(problem)
+        return 1
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        box = Sandbox(SandboxSettings(), writable=[Path(tmp)])
+        res = box.run("echo ok", cwd=Path(tmp))
+    print(f"bubblewrap works ({res.stdout.strip()}, {1000 * res.wall_s:.0f} ms); limits: {box.enforcement}")
+    return 0 if res.exit_code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

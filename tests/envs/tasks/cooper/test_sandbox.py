@@ -338,3 +338,14 @@ def test_as_a_plain_user_the_process_limit_is_rlimit_nproc(monkeypatch: pytest.M
         assert "Resource temporarily unavailable" in limited.stderr, limited.stderr[-300:]
         plain = subprocess.run(as_nobody + ["/bin/bash", "-c", spawn], capture_output=True, text=True, timeout=60)
         assert plain.returncode == 0 and plain.stderr == ""  # control: without the limit all 30 run
+
+
+def test_the_check_command_reports_status_and_limits(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from masgrid.envs.tasks.cooper.sandbox import main
+
+    assert main() == 0
+    assert capsys.readouterr().out.startswith("bubblewrap works (ok, ")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main() == 1
+    assert capsys.readouterr().out == INSTALL_HINT + "\n"
