@@ -259,7 +259,8 @@ def test_the_exit_status_is_the_commands_not_our_cleanup(agents: tuple[Path, Pat
     """Pipes close a moment before the process is gone: the group kill must wait for it."""
     a, _ = agents
     sb = box(a, kind=kind)
-    assert [sb.run("ls -la", cwd=a).exit_code for _ in range(40)] == [0] * 40
+    n = 40 if kind == "none" else 10  # the race showed on ~10% of quick commands without bwrap
+    assert [sb.run("ls -la", cwd=a).exit_code for _ in range(n)] == [0] * n
     res = sb.run("exec >&- 2>&-; sleep 0.3; exit 4", cwd=a)
     assert res.exit_code == 4 and not res.timed_out
     res = sb.run("exec >&- 2>&-; sleep 10", cwd=a, timeout_s=0.5)
