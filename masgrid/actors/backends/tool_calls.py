@@ -18,6 +18,7 @@ events keep the arguments as written (`Completion.tool_calls[*].raw_arguments`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Collection
 
 from masgrid.actors.backends.base import ChatBackend, Completion, Message
@@ -131,6 +132,21 @@ The tools you can call:
 """
 
 
+def result_header(call_id: str, name: str) -> str:
+    """The first line of a tool result sent as a user message in fenced mode."""
+    return f"Result of tool call {call_id} ({name}):"
+
+
+_RESULT_HEADER = re.compile(r"\AResult of tool call \S+ \([^)\n]*\):\n")
+
+
+def fenced_result(content: str) -> str | None:
+    """The tool result inside a fenced-mode user message (None: not a tool result). The CPU
+    stand-in hands it to its policy bare, as the scripted backend does."""
+    match = _RESULT_HEADER.match(content)
+    return content[match.end():] if match else None
+
+
 def fenced_instructions(tools: list[dict[str, Any]]) -> str:
     """The tools described in our own words, for the end of the system message."""
     lines = [FENCED_INTRO]
@@ -160,8 +176,8 @@ def fenced_messages(messages: list[Message], tools: list[dict[str, Any]] | None)
                         "content": text if has_blocks(text) else with_calls(text, calls)})
         elif role == "tool":
             cid = str(m.get("tool_call_id", ""))
-            out.append({"role": "user", "content": f"Result of tool call {cid} ({names.get(cid, 'unknown tool')}):"
-                                                   f"\n{m.get('content') or ''}"})
+            out.append({"role": "user", "content": f"{result_header(cid, names.get(cid, 'unknown tool'))}\n"
+                                                   f"{m.get('content') or ''}"})
         else:
             out.append(m)
     if tools:
