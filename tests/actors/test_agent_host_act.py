@@ -47,7 +47,8 @@ def run(host: AgentHost, agents: int, body):
 def test_act_keeps_an_openai_history_that_the_next_call_replays(client):
     replies = iter([
         Reply("Looking.", tool_calls=[tool_call("view", '{"path": "a.py"}', id="v1"),
-                                      tool_call("bash", '{"command": "ls', id="b1")]),  # malformed
+                                      tool_call("bash", '{"command": "ls', id="b1"),  # malformed
+                                      tool_call("view", '["a.py"]', id="n1")]),  # not an object
         Reply("All done."),
     ])
     with ChatServer(lambda request: next(replies)) as server:
@@ -56,27 +57,31 @@ def test_act_keeps_an_openai_history_that_the_next_call_replays(client):
         async def body():
             first = await host.act(0, [{"role": "user", "content": "Fix it."}], TOOLS)
             results = [{"role": "tool", "tool_call_id": "v1", "content": "1: x = 1"},
-                       {"role": "tool", "tool_call_id": "b1", "content": "error: arguments are not valid JSON"}]
+                       {"role": "tool", "tool_call_id": "b1", "content": "error: arguments are not valid JSON"},
+                       {"role": "tool", "tool_call_id": "n1", "content": "error: not an object"}]
             second = await host.act(0, results, TOOLS)
             return first, second, list(host.history(0))
 
         first, second, history = run(host, 1, body)
         requests = server.requests
-    assert [c.name for c in first.tool_calls] == ["view", "bash"] and first.tool_calls[1].error
+    assert [c.name for c in first.tool_calls] == ["view", "bash", "view"] and first.tool_calls[1].error
     assert second.tool_calls is None and second.text == "All done."
     assistant = {"role": "assistant", "content": "Looking.", "tool_calls": [
         {"id": "v1", "type": "function", "function": {"name": "view", "arguments": '{"path": "a.py"}'}},
-        # arguments that are not JSON are replayed as {} (vLLM would refuse the conversation)
-        {"id": "b1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+        # arguments that are not a JSON object are replayed as {} (vLLM would refuse the conversation)
+        {"id": "b1", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+        {"id": "n1", "type": "function", "function": {"name": "view", "arguments": "{}"}}]}
     assert requests[1]["messages"] == [
         {"role": "system", "content": f"{SYSTEM} #0"}, {"role": "user", "content": "Fix it."}, assistant,
         {"role": "tool", "tool_call_id": "v1", "content": "1: x = 1"},
-        {"role": "tool", "tool_call_id": "b1", "content": "error: arguments are not valid JSON"}]
+        {"role": "tool", "tool_call_id": "b1", "content": "error: arguments are not valid JSON"},
+        {"role": "tool", "tool_call_id": "n1", "content": "error: not an object"}]
     assert requests[0]["tools"] == requests[1]["tools"] == TOOLS
     assert history == requests[1]["messages"] + [{"role": "assistant", "content": "All done."}]
     # the events' reply text shows each call with its arguments as the model wrote them
     assert first.recorded_text == "Looking.\n" + block("view", {"path": "a.py"}) + "\n" + \
-        '```tool\n{"name": "bash", "arguments": ' + json.dumps('{"command": "ls') + "}\n```"
+        '```tool\n{"name": "bash", "arguments": ' + json.dumps('{"command": "ls') + "}\n```\n" + \
+        block("view", ["a.py"])
 
 
 def test_agents_act_concurrently_and_one_agents_steps_stay_in_order():

@@ -8,9 +8,10 @@ the system message, sends the history as plain text (assistant calls as ```tool 
 tool results as user messages) and reads the calls from the reply's ```tool blocks.
 
 History entries after a tool-calling turn (`assistant_turn`): the assistant message with
-`tool_calls` as OpenAI sends them. A call whose arguments are not JSON is kept with `{}` as
-its arguments string: vLLM parses the arguments of every past call to render its chat
-template and would refuse the whole conversation (HTTP 400) from then on. The model still
+`tool_calls` as OpenAI sends them. A call whose arguments are not a JSON object is kept with
+`{}` as its arguments string: vLLM parses the arguments of every past call with json.loads
+to render its chat template (an error there fails the whole request, and every later one of
+the conversation), and templates that iterate over the arguments need an object. The model still
 learns what went wrong from the tool result the scheduler sends back (its error), and the
 events keep the arguments as written (`Completion.tool_calls[*].raw_arguments`).
 """
@@ -103,10 +104,10 @@ def assistant_turn(completion: Completion) -> Message:
 
 
 def _replayable(raw: str) -> str:
-    """Arguments a server can render in a later prompt (see the module docstring)."""
+    """Arguments a server can render in a later prompt: the JSON object as written, else
+    `{}` (see the module docstring)."""
     try:
-        json.loads(raw)
-        return raw
+        return raw if isinstance(json.loads(raw), dict) else "{}"
     except ValueError:
         return "{}"
 

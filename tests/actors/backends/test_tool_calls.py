@@ -12,7 +12,7 @@ import pytest
 
 from masgrid.actors.backends import BackendSettings, ClientCache
 from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.actors.backends.tool_calls import FencedTools
+from masgrid.actors.backends.tool_calls import FencedTools, fenced_result
 from masgrid.envs.tokens import approx_tokens
 from tests.support.chat_server import ChatServer, Reply, tool_call
 from tests.support.tool_specs import TOOLS, block
@@ -185,4 +185,7 @@ def test_fenced_history_sends_calls_as_blocks_and_results_as_user_messages(clien
     assert sent[3]["content"] == "Result of tool call call_0_0 (bash):\na.py"
     assert sent[4]["content"] == history[4]["content"]  # a fenced reply goes back exactly as written
     assert sent[5]["content"] == "Result of tool call call_1_0 (view):\n1: x = 1"
+    # what the CPU stand-in hands its policy: the result without its header
+    assert fenced_result(sent[3]["content"]) == "a.py" and fenced_result(sent[5]["content"]) == "1: x = 1"
+    assert fenced_result("Result of tool call, but not one") is None and fenced_result("a.py") is None
     assert done.tool_calls is None and done.text == "Done."

@@ -6,6 +6,7 @@ token counts."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -106,11 +107,9 @@ def test_the_scripted_backend_returns_checked_calls_and_feeds_results_back(tool_
     assert [c.id for c in second.tool_calls] == ["call_1_0", "call_1_1", "call_1_2"]
     assert third.tool_calls is None and third.text == "saw: 1 | error: unknown tool | error: not an object"
     # usage estimated the way a server bills it: every message, the calls made, the tool specs
-    import json
-
     before_third = history[:-1]
     texts = ["You are a coding agent.", "Go.", "Reading.\nview " + json.dumps({"path": "a0.py"}), "1: x = 1",
-             "\nbash " + json.dumps({"command": "echo 1"}) + "\ndeploy {}\nview " + json.dumps(["a.py"]),
+             "\nbash " + json.dumps({"command": "echo 1"}) + "\ndeploy {}\nview {}",  # a non-object replays as {}
              "1", "error: unknown tool", "error: not an object"]
     assert len(before_third) == len(texts)
     assert third.tokens_in == sum(approx_tokens(t) for t in texts) + approx_tokens(json.dumps(TOOLS, sort_keys=True))
@@ -149,3 +148,32 @@ def test_the_serve_handle_request_offers_the_tools():
     body = backend._request([{"role": "user", "content": "hi"}], TOOLS)
     assert body["tools"] == TOOLS and body[AGENT_FIELD] == {"x": 1}
     assert "tools" not in backend._request([{"role": "user", "content": "hi"}], None)
+
+
+class ToolStandin:
+    """The stand-in's core in a Ray actor, where a Serve replica would hold it (its `chat` is
+    the method HandleChatBackend calls); it plays ToolPolicy for the sorting task."""
+
+    def __init__(self) -> None:
+        SortingTask.scripted_policy = lambda self, view, protocol, seed: ToolPolicy(view, protocol)  # this worker only
+        self.core = StandinCore()
+
+    async def chat(self, body: dict) -> dict:
+        return await self.core.chat(body)
+
+
+def test_the_handle_backend_reads_tool_calls_from_a_stand_in_actor(ray_session):
+    actor = ray_session.remote(ToolStandin).options(num_cpus=0).remote()
+    try:
+        settings = BackendSettings(name="masgrid-standin", serving={"kind": "standin"}, max_retries=0, timeout_s=30)
+        tag = AgentTag(view=view(), protocol="broadcast", seed=0).model_dump(mode="json")
+        backend = HandleChatBackend(actor, settings, parse_serving(settings.serving), approx_tokens, tag)
+        served, _ = asyncio.run(three_turns(backend))
+    finally:
+        ray_session.kill(actor)
+    local, _ = asyncio.run(three_turns(ScriptedBackend(ToolPolicy(view(), "broadcast"), approx_tokens)))
+    for got, want in zip(served, local):
+        assert got.error is None and got.usage_source == "server"
+        assert got.tool_calls == want.tool_calls
+        assert (got.text, got.tokens_in, got.tokens_out) == (want.text, want.tokens_in, want.tokens_out)
+    assert served[1].tool_calls[1].error.startswith("unknown tool 'deploy'")
