@@ -81,5 +81,11 @@ class AgentPoolClient:
         return merged
 
 
+    async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        """One tool-loop step of one agent on its host (AgentHost.act); steps of different
+        agents run concurrently (the asynchronous schedule)."""
+        return await self.hosts[self.assignment[agent]].call("act", agent, new_messages, tools)
+
+
 class RoundTimeout(RuntimeError):
     """A round's model calls outlived every per-call timeout and retry (a hung host)."""
