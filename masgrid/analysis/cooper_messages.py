@@ -1,0 +1,147 @@
+"""CooperBench communication (section 5, Figure 4c, appendices I-J) with rule-based labels.
+
+The paper reports the share of execution steps spent on messages by type (planning,
+questioning, updating). Its labeller is not published; ours is a fixed set of regular
+expressions (docs/tasks/cooperbench-analysis.md lists them). Each message gets every label
+whose rule matches (`is_plan`, ...) and one primary `label` by precedence
+update > plan > question > ack > other, so the type shares add up to the message share.
+
+Events read (written by the cooper task): kind `action` (a tool call, tool name in `tool`),
+`message` (text in `text`, sender in `agent`), `plan`; ordered by `t`, then `seq`.
+- Execution = after the run's last `plan` event (planning messages are not execution steps);
+  a run without a plan event counts all its events as execution (`runs_without_plan`).
+- Steps = execution `action` events; if the run's actions do not include `send_message` calls,
+  its messages are added to the steps (a message is then a step of its own).
+- The repetition and unanswered-question counts are crude textual proxies for two of appendix
+  J's categories, not the paper's LLM judge: near-duplicate = word-set Jaccard >= 0.8 with an
+  earlier message of the same sender; unanswered = a question no other agent wrote after.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from masgrid.analysis.cooper import cooper_runs
+
+LABELS = ("update", "plan", "question", "ack", "other")
+RULES: dict[str, re.Pattern[str]] = {
+    "update": re.compile(
+        r"\b(i(?:'ve| have)? (?:now )?(?:added|updated|changed|modified|implemented|created|finished|completed|fixed|"
+        r"removed|inserted|pushed|applied)|(?:is|are|now) (?:done|complete|completed|finished|in place)|"
+        r"status(?: update)?:|final status|summary of (?:my|what)|completed:)|[✅✓]", re.IGNORECASE),
+    "plan": re.compile(
+        r"\b(i(?:'ll| will| am going to|'m going to| plan to| intend to)|i'm (?:taking|handling|owning|working on)|"
+        r"let'?s|plan:|my plan|proposal|i propose|you (?:take|handle|own|can take|could take|should take)|"
+        r"i'll take|ownership|(?:my|your) (?:part|side|section|lines))\b", re.IGNORECASE),
+    "question": re.compile(
+        r"\?|^\s*(?:can|could|would|should|do|does|did|are|is|which|what|where|when|who|how|will)\b",
+        re.IGNORECASE | re.MULTILINE),
+    "ack": re.compile(
+        r"^\s*(?:ok(?:ay)?|sounds good|agreed|agree|confirm(?:ed)?|got it|thanks|thank you|great|perfect|"
+        r"acknowledged|understood|noted)\b", re.IGNORECASE),
+}
+LINE_REF = re.compile(r"\blines?\s*\d+|\bL\d+\b", re.IGNORECASE)
+FILE_REF = re.compile(r"[\w./-]+\.(?:py|pyi|js|ts|tsx|go|rs|md|txt|toml|cfg|ini|json|ya?ml)\b")
+DUPLICATE_JACCARD = 0.8
+
+
+def label(text: str) -> dict[str, object]:
+    """Every rule's verdict on one message, its primary label, and its line and file references."""
+    text = text or ""
+    hits = {name: bool(rule.search(text)) for name, rule in RULES.items()}
+    primary = next((name for name in LABELS[:-1] if hits[name]), "other")
+    return {**{f"is_{n}": v for n, v in hits.items()}, "label": primary,
+            "line_refs": len(LINE_REF.findall(text)), "file_refs": len(FILE_REF.findall(text))}
+
+
+def _ordered(events: pd.DataFrame) -> pd.DataFrame:
+    if "t" not in events.columns:
+        raise ValueError("CooperBench events lack the wall-clock column `t` (written by the cooper task)")
+    keys = [c for c in ("run_id", "t", "seq") if c in events.columns]
+    return events.sort_values(keys, kind="stable")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"\w+", (text or "").lower()))
+
+
+def execution_messages(events: pd.DataFrame) -> pd.DataFrame:
+    """Message events with their labels, `execution` (after the run's last plan event),
+    `near_duplicate` and `unanswered` (the appendix J proxies)."""
+    cols = ["run_id", "agent", "t", "text", "execution", "near_duplicate", "unanswered", *[f"is_{n}" for n in RULES],
+            "label", "line_refs", "file_refs"]
+    if events.empty or "kind" not in events.columns:
+        return pd.DataFrame(columns=cols)
+    events = _ordered(events)
+    last_plan = events[events["kind"] == "plan"].groupby("run_id")["t"].max()
+    msgs = events[events["kind"] == "message"].copy()
+    if msgs.empty:
+        return pd.DataFrame(columns=cols)
+    cut = msgs["run_id"].map(last_plan)
+    msgs["execution"] = cut.isna() | (msgs["t"] > cut)
+    labelled = pd.DataFrame([label(t) for t in msgs["text"].fillna("")], index=msgs.index)
+    msgs = pd.concat([msgs, labelled], axis=1)
+    dup, unanswered = [], []
+    for _, run in msgs.groupby("run_id", sort=False):
+        seen: dict[object, list[frozenset[str]]] = {}
+        senders = run["agent"].tolist()
+        for i, (sender, text, is_q) in enumerate(zip(senders, run["text"].fillna(""), run["is_question"])):
+            words = _words(text)
+            earlier = seen.setdefault(sender, [])
+            dup.append(any(words and len(words & w) / len(words | w) >= DUPLICATE_JACCARD for w in earlier))
+            earlier.append(words)
+            unanswered.append(bool(is_q) and not any(s != sender for s in senders[i + 1:]))
+    msgs["near_duplicate"], msgs["unanswered"] = dup, unanswered
+    return msgs[cols]
+
+
+def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str, ...] = ("coop",),
+                  features: int | None = 2) -> pd.DataFrame:
+    """Figure 4c: per model, execution steps, messages, the message share of steps (sum over runs
+    of messages / sum of steps) and each primary label's share of steps; line and file references
+    per message; runs with a near-duplicate message or an unanswered question (proxies).
+    `features`: features per task (2: the paper's pairs; None: all)."""
+    cols = ["model", "runs", "steps", "messages", "message_share", *[f"{n}_share" for n in LABELS],
+            "line_refs_per_message", "file_refs_per_message", "runs_with_repetition", "runs_with_unanswered",
+            "runs_without_events", "runs_without_plan"]
+    df = cooper_runs(runs)
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df = df[df["cooper_setting"].isin(settings) & ((df["n_features"] == features) if features else True)]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    events = events[events["run_id"].isin(df["run_id"])] if not events.empty else events
+    msgs = execution_messages(events)
+    msgs = msgs[msgs["execution"]] if not msgs.empty else msgs
+    events = _ordered(events) if not events.empty else events
+    rows = []
+    for model, group in df.groupby(df["model"].astype(str), sort=True):
+        ids = set(group["run_id"])
+        ev = events[events["run_id"].isin(ids)] if not events.empty else events
+        have = set(ev["run_id"]) if not ev.empty else set()
+        steps = 0
+        plans = ev[ev["kind"] == "plan"].groupby("run_id")["t"].max() if not ev.empty else pd.Series(dtype=float)
+        for run_id, run in (ev.groupby("run_id") if not ev.empty else []):
+            cut = plans.get(run_id)
+            exe = run if cut is None else run[run["t"] > cut]
+            actions = exe[exe["kind"] == "action"]
+            sends = "tool" in actions.columns and (actions["tool"] == "send_message").any()
+            steps += len(actions) + (0 if sends else int((exe["kind"] == "message").sum()))
+        mine = msgs[msgs["run_id"].isin(ids)] if not msgs.empty else msgs
+        n_msgs = len(mine)
+        share = (lambda count: count / steps) if steps else (lambda count: np.nan)
+        rows.append({"model": model, "runs": len(ids), "steps": steps, "messages": n_msgs,
+                     "message_share": share(n_msgs),
+                     **{f"{n}_share": share(int((mine["label"] == n).sum()) if n_msgs else 0) for n in LABELS},
+                     "line_refs_per_message": float(mine["line_refs"].mean()) if n_msgs else np.nan,
+                     "file_refs_per_message": float(mine["file_refs"].mean()) if n_msgs else np.nan,
+                     "runs_with_repetition": int(mine.loc[mine["near_duplicate"].astype(bool), "run_id"].nunique())
+                     if n_msgs else 0,
+                     "runs_with_unanswered": int(mine.loc[mine["unanswered"].astype(bool), "run_id"].nunique())
+                     if n_msgs else 0,
+                     "runs_without_events": len(ids - have),
+                     "runs_without_plan": len(have - set(plans.index))})
+    return pd.DataFrame(rows, columns=cols)

@@ -1,0 +1,117 @@
+"""Communication analysis (analysis/cooper_messages.py): the documented label rules on written
+examples, and the execution-step accounting of Figure 4c against a loop written here over
+random event streams (planning messages, runs with and without send_message actions)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from masgrid.analysis import cooper_messages as cm
+
+EXAMPLES = {
+    "I'll take lines 40-60 of src/jinja2/filters.py; you take the signature.": ("plan", {"plan"}),
+    "Which file are you editing?": ("question", {"question"}),
+    "Could you leave the imports to me": ("question", {"question"}),
+    "I have added `reverse` at lines 1170-1175 in filters.py. Final status: done.": ("update", {"update"}),
+    "Status update: tests pass on my branch": ("update", {"update"}),
+    "I've implemented the cache; I will now write the docstring. Does that clash with yours?":
+        ("update", {"update", "plan", "question"}),
+    "Sounds good, thanks": ("ack", {"ack"}),
+    "ok": ("ack", {"ack"}),
+    "Here is the diff for reference": ("other", set()),
+    "": ("other", set()),
+}
+
+
+@pytest.mark.parametrize("text", list(EXAMPLES))
+def test_rule_based_labels_on_written_examples(text):
+    primary, hits = EXAMPLES[text]
+    got = cm.label(text)
+    assert got["label"] == primary
+    assert {n for n in cm.RULES if got[f"is_{n}"]} == hits
+
+
+def test_line_and_file_references_are_counted():
+    got = cm.label("Editing lines 10-20 and line 31 of src/a.py and tests/test_b.py, see L40")
+    assert got["line_refs"] == 3 and got["file_refs"] == 2
+
+
+def _random_run(rng: np.random.Generator, run_id: str, texts: list[str]) -> tuple[list[dict], int, int]:
+    """Events of one run and, by hand, its execution steps and execution messages."""
+    events, t = [], 0.0
+    plan_at = None if rng.random() < 0.2 else float(rng.integers(2, 6))
+    sends = rng.random() < 0.5  # the task records send_message calls as actions too
+    steps = messages = 0
+    for seq in range(int(rng.integers(6, 25))):  # long enough to reach plan_at
+        t += 1.0
+        if plan_at is not None and t == plan_at:
+            events.append({"run_id": run_id, "seq": seq, "t": t, "agent": 0, "kind": "plan", "tool": None,
+                           "text": "plan"})
+            continue
+        execution = plan_at is None or t > plan_at
+        agent = int(rng.integers(0, 2))
+        if rng.random() < 0.35:
+            if sends:
+                events.append({"run_id": run_id, "seq": seq, "t": t, "agent": agent, "kind": "action",
+                               "tool": "send_message", "text": "{}"})
+                steps += execution
+            events.append({"run_id": run_id, "seq": seq, "t": t, "agent": agent, "kind": "message", "tool": None,
+                           "text": texts[int(rng.integers(0, len(texts)))]})
+            messages += execution
+            steps += execution and not sends
+        else:
+            events.append({"run_id": run_id, "seq": seq, "t": t, "agent": agent, "kind": "action",
+                           "tool": str(rng.choice(["view", "bash", "str_replace"])), "text": "{}"})
+            events.append({"run_id": run_id, "seq": seq, "t": t, "agent": agent, "kind": "tool_result",
+                           "tool": None, "text": "ok"})
+            steps += execution
+    return events, steps, messages
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_message_share_counts_execution_steps_as_documented(seed):
+    rng = np.random.default_rng(seed)
+    texts = list(EXAMPLES)
+    runs, events, expect = [], [], {}
+    for m in range(2):
+        for i in range(int(rng.integers(1, 6))):
+            run_id = f"m{m}-{i}"
+            runs.append({"run_id": run_id, "task": "cooper/p_task/1", "model": f"m{m}", "status": "ok",
+                         "cooper_setting": "coop", "cooper_features": "1,2", "success": True})
+            ev, steps, msgs = _random_run(rng, run_id, texts)
+            events += ev
+            s, n = expect.get(f"m{m}", (0, 0))
+            expect[f"m{m}"] = (s + steps, n + msgs)
+    frame = pd.DataFrame(events).sample(frac=1, random_state=seed)  # order comes from t and seq
+    table = cm.communication(pd.DataFrame(runs), frame).set_index("model")
+    for model, (steps, msgs) in expect.items():
+        assert (table.loc[model, "steps"], table.loc[model, "messages"]) == (steps, msgs)
+        if steps:
+            assert table.loc[model, "message_share"] == pytest.approx(msgs / steps)
+            shares = sum(table.loc[model, f"{n}_share"] for n in cm.LABELS)
+            assert shares == pytest.approx(msgs / steps)
+        else:
+            assert math.isnan(table.loc[model, "message_share"])
+
+
+def test_repetition_and_unanswered_question_proxies():
+    rows = [("a", "I have added the url type to types/__init__.py at lines 72-77"),
+            ("b", "Which lines will you touch in prompts.py?"),
+            ("a", "I have added the url type to types/__init__.py at lines 72 - 77"),
+            ("a", "Which approach would you prefer?")]
+    events = pd.DataFrame([{"run_id": "r", "seq": i, "t": float(i), "agent": a, "kind": "message", "text": x}
+                           for i, (a, x) in enumerate(rows)])
+    got = cm.execution_messages(events)
+    assert got["near_duplicate"].tolist() == [False, False, True, False]
+    assert got["unanswered"].tolist() == [False, False, False, True]
+
+
+def test_events_without_a_clock_are_a_clear_error():
+    runs = pd.DataFrame([{"run_id": "r", "task": "cooper/p_task/1", "model": "m", "status": "ok",
+                          "cooper_setting": "coop", "cooper_features": "1,2", "success": True}])
+    with pytest.raises(ValueError, match="lack the wall-clock column `t`"):
+        cm.communication(runs, pd.DataFrame([{"run_id": "r", "kind": "message", "agent": 0, "text": "hi"}]))
