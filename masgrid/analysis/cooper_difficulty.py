@@ -135,6 +135,8 @@ def retention(curve_table: pd.DataFrame) -> pd.DataFrame:
                 flags.append(f"only {len(common)} bucket(s) with both settings: no AUC")
             elif len(common) < BUCKETS:
                 flags.append(f"AUC over {len(common)} of {BUCKETS} buckets (empty ones bridged)")
+            if not solo.empty and not other.empty and int(solo["n"].sum()) != int(other["n"].sum()):
+                flags.append("Solo and this setting have different n (runs missing or unscored)")
             if not np.isnan(auc_s) and auc_s == 0:
                 flags.append("Solo AUC is 0: retention undefined")
             rows.append({"model": model, "setting": setting,

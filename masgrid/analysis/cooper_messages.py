@@ -24,7 +24,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis.cooper import cooper_runs
+from masgrid.analysis.cooper import cooper_runs, wilson
 
 LABELS = ("update", "plan", "question", "ack", "other")
 RULES: dict[str, re.Pattern[str]] = {
@@ -144,4 +144,43 @@ def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str,
                      if n_msgs else 0,
                      "runs_without_events": len(ids - have),
                      "runs_without_plan": len(have - set(plans.index))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def patterns(runs: pd.DataFrame, events: pd.DataFrame, features: int | None = 2) -> pd.DataFrame:
+    """Appendix I: coop runs split by whether their naive merge conflicted, per model (and `all`):
+    plan and question messages (non-exclusive labels) and their ratio, line and file references
+    per run, and the share of runs whose first message (planning included) is a plan; then the
+    conflict rate with and without such a first-turn plan (95% Wilson)."""
+    cols = ["model", "group", "runs", "plan", "question", "plan_question_ratio", "line_refs_per_run",
+            "file_refs_per_run", "first_message_plan_share", "conflict_rate", "ci_low", "ci_high"]
+    df = cooper_runs(runs)
+    if df.empty or "conflicts_naive" not in df.columns or events.empty:
+        return pd.DataFrame(columns=cols)
+    df = df[(df["cooper_setting"] == "coop") & ((df["n_features"] == features) if features else True)]
+    df = df[pd.to_numeric(df["conflicts_naive"], errors="coerce").notna()]
+    msgs = execution_messages(events[events["run_id"].isin(df["run_id"])])
+    per_run = msgs.groupby("run_id").agg(plan=("is_plan", "sum"), question=("is_question", "sum"),
+                                         line_refs=("line_refs", "sum"), file_refs=("file_refs", "sum"),
+                                         first_plan=("is_plan", "first")) if not msgs.empty else pd.DataFrame()
+    per_run = per_run.reindex(df["run_id"]).fillna({"plan": 0, "question": 0, "line_refs": 0, "file_refs": 0,
+                                                    "first_plan": False})
+    per_run["conflict"] = pd.to_numeric(df.set_index("run_id")["conflicts_naive"]).gt(0).to_numpy()
+    per_run["model"] = df["model"].astype(str).to_numpy()
+    rows = []
+    for model in [*sorted(per_run["model"].unique()), "all"]:
+        mine = per_run if model == "all" else per_run[per_run["model"] == model]
+        split = [("conflict", mine[mine["conflict"]]), ("no conflict", mine[~mine["conflict"]]),
+                 ("first message a plan", mine[mine["first_plan"].astype(bool)]),
+                 ("first message not a plan", mine[~mine["first_plan"].astype(bool)])]
+        for group, part in split:
+            n = len(part)
+            rate, low, high = wilson(int(part["conflict"].sum()), n)
+            plans, questions = int(part["plan"].sum()), int(part["question"].sum())
+            rows.append({"model": model, "group": group, "runs": n, "plan": plans, "question": questions,
+                         "plan_question_ratio": plans / questions if questions else np.nan,
+                         "line_refs_per_run": part["line_refs"].mean() if n else np.nan,
+                         "file_refs_per_run": part["file_refs"].mean() if n else np.nan,
+                         "first_message_plan_share": part["first_plan"].astype(bool).mean() if n else np.nan,
+                         "conflict_rate": rate, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, columns=cols)

@@ -68,6 +68,9 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
         ("conflicts_difference", cooper.conflict_difference(conflicts), "Conflict rate coop - nocomm "
          "(Newcombe 95%)", note),
         ("communication", comm, "Messages as a share of execution steps by type (Figure 4c)", f"{note} {LABEL_NOTE}"),
+        ("communication_patterns", cooper_messages.patterns(runs, events), "Appendix I: messages of coop runs "
+         "with and without a naive-merge conflict, and conflict rate by first-turn plan (95% Wilson)",
+         f"{note} {LABEL_NOTE}"),
         ("scaling", scaling, "Coop success by number of agents (appendix F; 95% Wilson)", note),
     )
     written: list[Path] = []

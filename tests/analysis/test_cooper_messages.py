@@ -115,3 +115,33 @@ def test_events_without_a_clock_are_a_clear_error():
                           "cooper_setting": "coop", "cooper_features": "1,2", "success": True}])
     with pytest.raises(ValueError, match="lack the wall-clock column `t`"):
         cm.communication(runs, pd.DataFrame([{"run_id": "r", "kind": "message", "agent": 0, "text": "hi"}]))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_appendix_i_patterns_match_a_loop_over_the_conversations(seed):
+    rng = np.random.default_rng(50 + seed)
+    texts = list(EXAMPLES)
+    runs, events, per_run = [], [], {}
+    for i in range(int(rng.integers(4, 15))):
+        run_id, conflicts = f"r{i}", int(rng.integers(0, 3))
+        runs.append({"run_id": run_id, "task": "cooper/p_task/1", "model": "m", "status": "ok",
+                     "cooper_setting": "coop", "cooper_features": "1,2", "success": True,
+                     "conflicts_naive": conflicts})
+        chosen = [texts[int(j)] for j in rng.integers(0, len(texts), size=int(rng.integers(0, 6)))]
+        events += [{"run_id": run_id, "seq": j, "t": float(j), "agent": j % 2, "kind": "message", "text": x}
+                   for j, x in enumerate(chosen)]
+        plans = sum("plan" in EXAMPLES[x][1] for x in chosen)
+        questions = sum("question" in EXAMPLES[x][1] for x in chosen)
+        first = bool(chosen) and "plan" in EXAMPLES[chosen[0]][1]
+        per_run[run_id] = (conflicts > 0, plans, questions, first)
+    table = cm.patterns(pd.DataFrame(runs), pd.DataFrame(events)).set_index(["model", "group"])
+    groups = {"conflict": lambda r: r[0], "no conflict": lambda r: not r[0],
+              "first message a plan": lambda r: r[3], "first message not a plan": lambda r: not r[3]}
+    for group, keep in groups.items():
+        part = [r for r in per_run.values() if keep(r)]
+        row = table.loc[("all", group)]
+        assert row["runs"] == len(part)
+        assert (row["plan"], row["question"]) == (sum(r[1] for r in part), sum(r[2] for r in part))
+        if part:
+            assert row["conflict_rate"] == pytest.approx(sum(r[0] for r in part) / len(part))
+            assert row["first_message_plan_share"] == pytest.approx(sum(r[3] for r in part) / len(part))
