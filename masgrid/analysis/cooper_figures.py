@@ -121,20 +121,21 @@ def conflict_figure(table: pd.DataFrame, path: str | Path, note: str | None = No
 
 def communication_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
     """Figure 4c: messages as % of execution steps per model, stacked by primary label."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(table) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(table) + 3), 4))
     if table.empty:
         ax.text(0.5, 0.5, "no coop runs with events", ha="center")
     else:
         bottom = np.zeros(len(table))
         for name in LABELS:
             values = 100 * table[f"{name}_share"].fillna(0).to_numpy(float)
-            ax.bar(table["model"], values, bottom=bottom, label=name)
+            ax.bar(table["model"], values, 0.5, bottom=bottom, label=name)
             bottom += values
         for i, row in enumerate(table.itertuples()):
             ax.text(i, bottom[i], f"{row.messages}/{row.steps} steps\n{row.runs} runs", ha="center", va="bottom",
                     fontsize="xx-small")
         ax.set_ylim(0, max(5.0, bottom.max() * 1.3))
-        ax.legend(fontsize="small", title="message type (rule-based)", title_fontsize="x-small")
+        ax.legend(fontsize="small", title="message type\n(rule-based)", title_fontsize="x-small",
+                  loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_xlabel("model")
     ax.set_ylabel("messages (% of execution steps)")
     ax.set_title("Communication overhead by message type", fontsize="small")

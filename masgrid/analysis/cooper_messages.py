@@ -8,10 +8,10 @@ update > plan > question > ack > other, so the type shares add up to the message
 
 Events read (written by the cooper task): kind `action` (a tool call, tool name in `tool`),
 `message` (text in `text`, sender in `agent`), `plan`; ordered by `t`, then `seq`.
-- Execution = after the run's last `plan` event (planning messages are not execution steps);
-  a run without a plan event counts all its events as execution (`runs_without_plan`).
-- Steps = execution `action` events; if the run's actions do not include `send_message` calls,
-  its messages are added to the steps (a message is then a step of its own).
+- Execution = the run's last `phase` (the asynchronous scheduler's phase 2; planning
+  messages are not execution steps); events without a phase: after the run's last `plan` event.
+- Steps = the run's `actions_total` (its execution action budget spent) where recorded; else
+  execution `action` events, plus its messages when `send_message` calls are not actions.
 - The repetition and unanswered-question counts are crude textual proxies for two of appendix
   J's categories, not the paper's LLM judge: near-duplicate = word-set Jaccard >= 0.8 with an
   earlier message of the same sender; unanswered = a question no other agent wrote after.
@@ -68,20 +68,28 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", (text or "").lower()))
 
 
+def execution_mask(events: pd.DataFrame) -> pd.Series:
+    """True for events of the execution phase: the run's last `phase` where the events carry
+    one (the asynchronous scheduler: 1 planning, 2 execution), else after its last `plan` event
+    (a run without either is all execution)."""
+    if "phase" in events.columns and events["phase"].notna().any():
+        return events["phase"] == events.groupby("run_id")["phase"].transform("max")
+    cut = events["run_id"].map(events[events["kind"] == "plan"].groupby("run_id")["t"].max())
+    return cut.isna() | (events["t"] > cut)
+
+
 def execution_messages(events: pd.DataFrame) -> pd.DataFrame:
-    """Message events with their labels, `execution` (after the run's last plan event),
-    `near_duplicate` and `unanswered` (the appendix J proxies)."""
+    """Message events with their labels, `execution` (see `execution_mask`), `near_duplicate`
+    and `unanswered` (the appendix J proxies)."""
     cols = ["run_id", "agent", "t", "text", "execution", "near_duplicate", "unanswered", *[f"is_{n}" for n in RULES],
             "label", "line_refs", "file_refs"]
     if events.empty or "kind" not in events.columns:
         return pd.DataFrame(columns=cols)
     events = _ordered(events)
-    last_plan = events[events["kind"] == "plan"].groupby("run_id")["t"].max()
+    events = events.assign(execution=execution_mask(events))
     msgs = events[events["kind"] == "message"].copy()
     if msgs.empty:
         return pd.DataFrame(columns=cols)
-    cut = msgs["run_id"].map(last_plan)
-    msgs["execution"] = cut.isna() | (msgs["t"] > cut)
     labelled = pd.DataFrame([label(t) for t in msgs["text"].fillna("")], index=msgs.index)
     msgs = pd.concat([msgs, labelled], axis=1)
     dup, unanswered = [], []
@@ -98,15 +106,27 @@ def execution_messages(events: pd.DataFrame) -> pd.DataFrame:
     return msgs[cols]
 
 
+def _event_steps(run: pd.DataFrame) -> int:
+    """Execution steps of one run from its events: tool calls, plus its messages when the run
+    does not record `send_message` calls as actions."""
+    exe = run[run["execution"]]
+    actions = exe[exe["kind"] == "action"]
+    sends = "tool" in actions.columns and (actions["tool"] == "send_message").any()
+    return len(actions) + (0 if sends else int((exe["kind"] == "message").sum()))
+
+
 def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str, ...] = ("coop",),
                   features: int | None = 2) -> pd.DataFrame:
     """Figure 4c: per model, execution steps, messages, the message share of steps (sum over runs
     of messages / sum of steps) and each primary label's share of steps; line and file references
     per message; runs with a near-duplicate message or an unanswered question (proxies).
-    `features`: features per task (2: the paper's pairs; None: all)."""
+    Steps are the run's `actions_total` (the action budget spent in execution: tool calls,
+    messages, replies without a tool call) where recorded, else counted from its events
+    (`steps_from_events` runs). `message_mismatch`: runs whose execution message events differ
+    from their `messages_total`. `features`: features per task (2: the paper's pairs; None: all)."""
     cols = ["model", "runs", "steps", "messages", "message_share", *[f"{n}_share" for n in LABELS],
             "line_refs_per_message", "file_refs_per_message", "runs_with_repetition", "runs_with_unanswered",
-            "runs_without_events", "runs_without_plan"]
+            "runs_without_events", "steps_from_events", "message_mismatch"]
     df = cooper_runs(runs)
     if df.empty:
         return pd.DataFrame(columns=cols)
@@ -114,22 +134,29 @@ def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str,
     if df.empty:
         return pd.DataFrame(columns=cols)
     events = events[events["run_id"].isin(df["run_id"])] if not events.empty else events
+    if not events.empty:
+        events = _ordered(events)
+        events = events.assign(execution=execution_mask(events))
     msgs = execution_messages(events)
-    msgs = msgs[msgs["execution"]] if not msgs.empty else msgs
-    events = _ordered(events) if not events.empty else events
+    msgs = msgs[msgs["execution"].astype(bool)] if not msgs.empty else msgs
+    per_run_msgs = msgs.groupby("run_id").size() if not msgs.empty else pd.Series(dtype=int)
+    recorded = df.set_index("run_id")
     rows = []
     for model, group in df.groupby(df["model"].astype(str), sort=True):
-        ids = set(group["run_id"])
+        ids = list(dict.fromkeys(group["run_id"]))
         ev = events[events["run_id"].isin(ids)] if not events.empty else events
-        have = set(ev["run_id"]) if not ev.empty else set()
-        steps = 0
-        plans = ev[ev["kind"] == "plan"].groupby("run_id")["t"].max() if not ev.empty else pd.Series(dtype=float)
-        for run_id, run in (ev.groupby("run_id") if not ev.empty else []):
-            cut = plans.get(run_id)
-            exe = run if cut is None else run[run["t"] > cut]
-            actions = exe[exe["kind"] == "action"]
-            sends = "tool" in actions.columns and (actions["tool"] == "send_message").any()
-            steps += len(actions) + (0 if sends else int((exe["kind"] == "message").sum()))
+        by_run = dict(tuple(ev.groupby("run_id"))) if not ev.empty else {}
+        steps = from_events = mismatch = 0
+        for run_id in ids:
+            budget = recorded.at[run_id, "actions_total"] if "actions_total" in recorded.columns else None
+            if budget is not None and not pd.isna(budget):
+                steps += int(budget)
+            elif run_id in by_run:
+                steps += _event_steps(by_run[run_id])
+                from_events += 1
+            sent = recorded.at[run_id, "messages_total"] if "messages_total" in recorded.columns else None
+            if sent is not None and not pd.isna(sent) and int(sent) != int(per_run_msgs.get(run_id, 0)):
+                mismatch += 1
         mine = msgs[msgs["run_id"].isin(ids)] if not msgs.empty else msgs
         n_msgs = len(mine)
         share = (lambda count: count / steps) if steps else (lambda count: np.nan)
@@ -142,8 +169,8 @@ def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str,
                      if n_msgs else 0,
                      "runs_with_unanswered": int(mine.loc[mine["unanswered"].astype(bool), "run_id"].nunique())
                      if n_msgs else 0,
-                     "runs_without_events": len(ids - have),
-                     "runs_without_plan": len(have - set(plans.index))})
+                     "runs_without_events": len(set(ids) - set(by_run)),
+                     "steps_from_events": from_events, "message_mismatch": mismatch})
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -77,19 +77,31 @@ def test_message_share_counts_execution_steps_as_documented(seed):
     rng = np.random.default_rng(seed)
     texts = list(EXAMPLES)
     runs, events, expect = [], [], {}
+    with_phase = seed % 2 == 0
     for m in range(2):
         for i in range(int(rng.integers(1, 6))):
             run_id = f"m{m}-{i}"
             runs.append({"run_id": run_id, "task": "cooper/p_task/1", "model": f"m{m}", "status": "ok",
                          "cooper_setting": "coop", "cooper_features": "1,2", "success": True})
             ev, steps, msgs = _random_run(rng, run_id, texts)
+            if with_phase:  # the scheduler's phases: 1 up to the plan event, 2 after
+                plan_t = next((e["t"] for e in ev if e["kind"] == "plan"), 0.0)
+                ev = [{**e, "phase": 1 if e["t"] <= plan_t else 2} for e in ev]
+            if rng.random() < 0.5:  # the recorded action budget replaces the event count
+                steps = int(rng.integers(0, 100))
+                runs[-1]["actions_total"] = steps
+                from_events = 0
+            else:
+                from_events = 1
+            runs[-1]["messages_total"] = msgs + (1 if rng.random() < 0.3 else 0)
             events += ev
-            s, n = expect.get(f"m{m}", (0, 0))
-            expect[f"m{m}"] = (s + steps, n + msgs)
+            s, n, f, x = expect.get(f"m{m}", (0, 0, 0, 0))
+            expect[f"m{m}"] = (s + steps, n + msgs, f + from_events, x + (runs[-1]["messages_total"] != msgs))
     frame = pd.DataFrame(events).sample(frac=1, random_state=seed)  # order comes from t and seq
     table = cm.communication(pd.DataFrame(runs), frame).set_index("model")
-    for model, (steps, msgs) in expect.items():
+    for model, (steps, msgs, from_events, mismatch) in expect.items():
         assert (table.loc[model, "steps"], table.loc[model, "messages"]) == (steps, msgs)
+        assert (table.loc[model, "steps_from_events"], table.loc[model, "message_mismatch"]) == (from_events, mismatch)
         if steps:
             assert table.loc[model, "message_share"] == pytest.approx(msgs / steps)
             shares = sum(table.loc[model, f"{n}_share"] for n in cm.LABELS)
