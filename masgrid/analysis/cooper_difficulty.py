@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis.cooper import TASK_KEYS, cooper_runs, wilson
+from masgrid.analysis.cooper import TASK_KEYS, cooper_runs, newcombe, wilson
 
 BUCKETS = 10
 MIDPOINTS = (np.arange(BUCKETS) + 0.5) / BUCKETS
@@ -165,3 +165,25 @@ def difficulty_note(runs: pd.DataFrame, table: pd.DataFrame) -> str:
     if flagged:
         text += f" {flagged} tasks are flagged (see difficulty.csv)."
     return text
+
+
+def gap_by_difficulty(curve_table: pd.DataFrame, second: str = "coop") -> pd.DataFrame:
+    """Figure 3 (right): per model (and pooled) and bucket, Solo rate minus `second`'s rate with
+    Newcombe's 95% interval (NaN and a flag where either bucket is empty)."""
+    cols = ["model", "bucket", "midpoint", "n_solo", "n_setting", "gap", "ci_low", "ci_high", "flag"]
+    if curve_table.empty:
+        return pd.DataFrame(columns=cols)
+    wide = curve_table[curve_table["setting"].isin(("solo", second))].pivot_table(
+        index=["model", "bucket", "midpoint"], columns="setting", values=["n", "k"], aggfunc="sum", fill_value=0)
+    rows = []
+    for (model, bucket, midpoint), row in wide.iterrows():
+        ns, ks = int(row.get(("n", "solo"), 0)), int(row.get(("k", "solo"), 0))
+        no, ko = int(row.get(("n", second), 0)), int(row.get(("k", second), 0))
+        diff, low, high = newcombe(ks, ns, ko, no)
+        rows.append({"model": model, "bucket": int(bucket), "midpoint": midpoint, "n_solo": ns, "n_setting": no,
+                     "gap": diff, "ci_low": low, "ci_high": high,
+                     "flag": "" if ns and no else "empty bucket in " + " and ".join(
+                         s for s, n in (("solo", ns), (second, no)) if not n)})
+    out = pd.DataFrame(rows, columns=cols)
+    order = sorted(m for m in out["model"].unique() if m != POOLED) + [POOLED]
+    return out.set_index("model").loc[[m for m in order if m in set(out["model"])]].reset_index()

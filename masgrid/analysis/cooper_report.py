@@ -31,6 +31,10 @@ def _notes(runs: pd.DataFrame) -> str:
         bare = int((used["cooper_sandbox"].astype(str) == "none").sum())
         if bare:
             note += f" {bare} runs ran without the sandbox (cooper.sandbox=none)."
+    for column, text in (("agents_capped", "had an agent stopped by the action cap"),
+                         ("agents_without_patch", "had an agent that left no execution record (empty patch)")):
+        if column in used.columns and (used[column].fillna(0) > 0).any():
+            note += f" {int((used[column].fillna(0) > 0).sum())} runs {text}."
     unscored = int(used["success"].isna().sum()) if not used.empty else 0
     if unscored:
         note += f" {unscored} runs have no success (evaluation did not finish) and are not trials."
@@ -59,6 +63,8 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
         ("comm_gap", cooper.gap(runs, "coop", "nocomm"), "Coop - No-comm success per model (Figure 4a)", note),
         ("difficulty", difficulty, "Relative difficulty d(t) per two-feature task (appendix D)", d_note),
         ("curves", curves, "Success by difficulty bucket, model and setting (95% Wilson; appendix E)", d_note),
+        ("gap_by_difficulty", cooper_difficulty.gap_by_difficulty(curves), "Solo - Coop per difficulty bucket "
+         "(Newcombe 95%; Figure 3 right)", d_note),
         ("table4", cooper_difficulty.retention(curves), "Table 4: AUC, Delta AUC and retention per model", d_note),
         ("table5", merge, "Table 5: success (%) by the end of each merge stage (cumulative)", note),
         ("table5_comm_effect", cooper.comm_effect(merge), "Table 5, last column: with - without communication "

@@ -42,10 +42,10 @@ def trapezoid(points: list[tuple[float, float]]) -> float:
     return sum((x2 - x1) * (y1 + y2) / 2 for (x1, y1), (x2, y2) in zip(points, points[1:]))
 
 
-@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("seed", range(16))
 def test_difficulty_buckets_curves_and_auc_match_a_separate_computation(seed):
     rng = np.random.default_rng(seed)
-    runs = random_runs(rng, models=int(rng.integers(1, 6)), tasks=int(rng.integers(4, 30)),
+    runs = random_runs(rng, models=int(rng.integers(1, 6)), tasks=int(rng.integers(4, 20)),
                        repeats=int(rng.integers(1, 4)), sizes=(2, 3))
     bucket, counts = reference(runs)
     table = cd.difficulty(runs)
@@ -109,3 +109,20 @@ def test_a_model_without_coop_runs_gets_a_flagged_row():
     table4 = cd.retention(cd.curves(runs)).set_index(["model", "setting"])
     assert "no coop runs" in table4.loc[("b", "coop"), "flag"] and math.isnan(table4.loc[("b", "coop"), "auc_solo"])
     assert table4.loc[("a", "coop"), "retention"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gap_by_difficulty_is_solo_minus_coop_per_bucket(seed):
+    rng = np.random.default_rng(300 + seed)
+    runs = random_runs(rng, models=int(rng.integers(1, 4)), tasks=int(rng.integers(4, 20)))
+    _, counts = reference(runs)
+    table = cd.gap_by_difficulty(cd.curves(runs))
+    assert len(table) == 10 * table["model"].nunique()
+    for row in table.itertuples():
+        ns, ks = counts.get((row.model, "solo", row.bucket), [0, 0])
+        nc, kc = counts.get((row.model, "coop", row.bucket), [0, 0])
+        assert (row.n_solo, row.n_setting) == (ns, nc)
+        if ns and nc:
+            assert row.gap == pytest.approx(ks / ns - kc / nc) and row.ci_low <= row.gap <= row.ci_high
+        else:
+            assert math.isnan(row.gap) and row.flag.startswith("empty bucket")
