@@ -76,10 +76,10 @@ def difficulty(runs: pd.DataFrame) -> pd.DataFrame:
 
 def curves(runs: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per model (and `pooled`), setting and bucket: n, k, success rate and 95% Wilson interval.
-    Every bucket appears; an empty one has n = 0 and NaN rate."""
+    Every bucket appears; an empty one has n = 0, NaN rate and a flag."""
     df = _pairs(runs)
     table = difficulty(runs) if table is None else table
-    cols = ["model", "setting", "bucket", "midpoint", "n", "k", "rate", "ci_low", "ci_high"]
+    cols = ["model", "setting", "bucket", "midpoint", "n", "k", "rate", "ci_low", "ci_high", "flag"]
     if df.empty or table.empty:
         return pd.DataFrame(columns=cols)
     df = df.merge(table[["task_key", "bucket"]], on="task_key", how="inner")
@@ -95,7 +95,8 @@ def curves(runs: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFram
             k = int(by.loc[b, "k"]) if b in by.index else 0
             rate, low, high = wilson(k, n)
             rows.append({"model": str(model), "setting": setting, "bucket": b, "midpoint": MIDPOINTS[b],
-                         "n": n, "k": k, "rate": rate, "ci_low": low, "ci_high": high})
+                         "n": n, "k": k, "rate": rate, "ci_low": low, "ci_high": high,
+                         "flag": "" if n else "no runs in this bucket"})
     return pd.DataFrame(rows, columns=cols)
 
 

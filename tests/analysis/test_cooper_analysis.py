@@ -167,3 +167,27 @@ def test_runs_of_other_families_and_missing_columns():
     with pytest.raises(ValueError, match="lack the columns cooper_setting"):
         cooper.cooper_runs(runs.drop(columns="cooper_setting"))
     assert cooper.success_by_setting(pd.DataFrame()).empty
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_table_has_a_nan_without_a_flag(seed):
+    from masgrid.analysis import cooper_difficulty as cd
+
+    rng = np.random.default_rng(400 + seed)
+    runs = random_runs(rng, models=3, tasks=int(rng.integers(2, 8)), drop=0.4, sizes=(2, 3))
+    # one model never ran Solo, another never ran No-comm
+    runs = runs[~((runs["model"] == "model1") & (runs["cooper_setting"] == "solo"))
+                & ~((runs["model"] == "model2") & (runs["cooper_setting"] == "nocomm"))]
+    curves = cd.curves(runs)
+    tables = {"success": cooper.success_by_setting(runs), "gap": cooper.gap(runs),
+              "comm_gap": cooper.gap(runs, "coop", "nocomm"), "merge": cooper.merge_table(runs),
+              "conflicts": cooper.conflict_rate(runs), "scaling": cooper.scaling(runs),
+              "difference": cooper.conflict_difference(cooper.conflict_rate(runs)), "curves": curves,
+              "table4": cd.retention(curves), "gap_by_difficulty": cd.gap_by_difficulty(curves)}
+    for name, table in tables.items():
+        numbers = table.select_dtypes("number")
+        silent = table[numbers.isna().any(axis=1) & (table["flag"] == "")]
+        assert silent.empty, (name, silent)
+    success = tables["success"].set_index(["model", "setting"])
+    assert "no scored solo runs" in success.loc[("model1", "solo"), "flag"]
+    assert "no scored nocomm runs" in success.loc[("model2", "nocomm"), "flag"]
