@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis import cooper, cooper_difficulty, cooper_figures, cooper_messages
+from masgrid.analysis import cooper, cooper_difficulty, cooper_figures, cooper_messages, cooper_timeline
 from masgrid.analysis.family_cli import report_main
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
@@ -92,6 +92,14 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
             ("fig_scaling", cooper_figures.scaling_figure, scaling, note)):
         written += build(data, out / f"{name}.png", fig_note)
         index.append(f"- ![{name}]({name}.png) ([pdf]({name}.pdf))")
+    used = cooper.cooper_runs(runs)
+    for run_id in cooper_timeline.pick_runs(used):
+        try:
+            written += cooper_timeline.timeline_figure(events, used.set_index("run_id", drop=False).loc[run_id],
+                                                       out / f"timeline_{run_id}.png")
+            index.append(f"- Timeline of run {run_id}: ![timeline](timeline_{run_id}.png)")
+        except ValueError as exc:  # a run without timed events: say so instead of an empty figure
+            index.append(f"- No timeline: {exc}")
     (out / "README.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     return [out / "README.md", *written]
 

@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import cooper, cooper_report, figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
+from masgrid.analysis import cooper, figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -110,7 +110,10 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     recorded = f"{len(runs)} runs ({_counts(runs)})"
-    # CooperBench runs get their own section (analysis/cooper_report.py) next to the MAS-Bench tables
+    # CooperBench runs get their own section next to the MAS-Bench tables (imported here, so that
+    # `python -m masgrid.analysis.cooper_report` does not find itself imported by the package)
+    from masgrid.analysis import cooper_report
+
     section = cooper_report.write_section(runs, loaded.events, out / "cooper", str(results_dir)) \
         if cooper.is_cooper(runs) else []
     if section and not runs["task"].isin(MASBENCH_TASKS).any():
