@@ -91,7 +91,8 @@ def _flag(setting: str, n: int, unscored: int) -> str:
 def success_by_setting(runs: pd.DataFrame, features: int | None = 2) -> pd.DataFrame:
     """Figure 3 (left) / 4a: per model and setting, success rate with its 95% Wilson interval, and
     the mean share of features passed. Every model gets a row for Solo, Coop and every other
-    setting any model has; a missing one says so in `flag`. `features`: features per task (2 = the paper's pairs; None: all)."""
+    setting any model has; a missing one says so in `flag`. `features`: features per task (2 = the
+    paper's pairs; None: all)."""
     df = cooper_runs(runs)
     if not df.empty and features is not None:
         df = df[df["n_features"] == features]

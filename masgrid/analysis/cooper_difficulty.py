@@ -69,7 +69,8 @@ def difficulty(runs: pd.DataFrame) -> pd.DataFrame:
         out["d_scaled"] = (out["d"] - low) / (high - low)
     else:
         out["d_scaled"] = 0.0
-        out["flag"] = (out["flag"] + "; ").str.lstrip("; ") + "every task has the same d(t): rescaling undefined, all in bucket 0"
+        same = "every task has the same d(t): rescaling undefined, all in bucket 0"
+        out["flag"] = [f"{flag}; {same}" if flag else same for flag in out["flag"]]
     out["bucket"] = bucket_of(out["d_scaled"])
     return out[cols]
 

@@ -63,7 +63,8 @@ def timeline_figure(events: pd.DataFrame, run: pd.Series, path: str | Path) -> l
     ax.set_yticks([a + 1 for a in agents], [f"agent {a + 1}" for a in agents])
     ax.set_ylim(0.4, len(agents) + 0.6)
     ax.set_xlabel("seconds since the run's first event")
-    outcome = f"success={run.get('success')}, merge={run.get('merge_stage')}, naive conflicts={run.get('conflicts_naive')}"
+    outcome = (f"success={run.get('success')}, merge={run.get('merge_stage')}, "
+               f"naive conflicts={run.get('conflicts_naive')}")
     ax.set_title(f"{run.get('task')} features {run.get('cooper_features')} ({run.get('cooper_setting')}, "
                  f"{run.get('model')}): {outcome}", fontsize="small")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1))

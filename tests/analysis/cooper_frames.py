@@ -35,7 +35,8 @@ def random_runs(rng: np.random.Generator, models: int = 3, tasks: int = 12, repe
                             "cooper_pool": pool, "cooper_task_id": t, "cooper_features": features,
                             "cooper_setting": setting, "cooper_sandbox": "bwrap",
                             "merge_stage": str(rng.choice(STAGES)) if coop else "single",
-                            "conflicts_naive": (None if rng.random() < 0.05 else int(rng.integers(0, 3))) if coop else None,
+                            "conflicts_naive": (None if rng.random() < 0.05 else int(rng.integers(0, 3)))
+                            if coop else None,
                             "success": success, "features_passed": int(rng.integers(0, size + 1)),
                             "features_total": size})
     return pd.DataFrame(rows)
