@@ -5,9 +5,9 @@ Simulates 652 two-feature tasks x 5 models with independent Solo outcomes at the
 per-model Solo rates (Table 4's k / 652) and Coop outcomes at `--coop-factor` x that rate,
 runs masgrid's difficulty buckets, AUC and retention on them, and prints our Table 4 next to
 the paper's. Coop and retention depend on the made-up factor; the Solo columns are the check.
-With one Solo run per model and task, d(t) takes the values 0, 0.2, ..., 1, so buckets
-0, 2, 4, 6, 8, 9 are filled and the pooled Solo rate of a bucket is 1 - d by construction:
-our pooled Solo AUC is 0.49 whatever the outcomes, the paper's is 0.338
+With one Solo run per model and task, d(t) takes the values 0, 0.2, ..., 1 and the pooled
+Solo rate of a bucket is 1 - d by construction: when both extremes occur (buckets 0, 2, 4, 6,
+8, 9 filled) our pooled Solo AUC is 0.49 whatever the outcomes, the paper's is 0.338
 (docs/tasks/cooperbench-analysis.md, "Table 4 against the paper").
 
     python benchmarks/cooper_table4_plausibility.py [--seed 0] [--coop-factor 0.6]
