@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
+from masgrid.analysis import cooper, figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -70,7 +70,8 @@ RERUN_TITLE = "What the rerun changed (phase 1 -> phase 2 of abl_message and cam
 MASBENCH_TASKS = ("sorting", "max", "prefix_sum")
 OTHER_REPORTS = ("AgentsNet: python -m masgrid.analysis.agentsnet RESULTS_DIR --out DIR; "
                  "SILO-Bench: python -m masgrid.analysis.silo_report RESULTS_DIR OUT; "
-                 "SIMAS: python -m masgrid.analysis.simas_report RESULTS_DIR OUT")
+                 "SIMAS: python -m masgrid.analysis.simas_report RESULTS_DIR OUT; "
+                 "CooperBench: cooper/ of this report (python -m masgrid.analysis.cooper_report RESULTS_DIR OUT)")
 
 
 def masbench_only(runs: pd.DataFrame, results_dir: Path) -> tuple[pd.DataFrame, str | None, str]:
@@ -109,11 +110,24 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     recorded = f"{len(runs)} runs ({_counts(runs)})"
+    # CooperBench runs get their own section next to the MAS-Bench tables (imported here, so that
+    # `python -m masgrid.analysis.cooper_report` does not find itself imported by the package)
+    from masgrid.analysis import cooper_report
+
+    section = cooper_report.write_section(runs, loaded.events, out / "cooper", str(results_dir)) \
+        if cooper.is_cooper(runs) else []
+    if section and not runs["task"].isin(MASBENCH_TASKS).any():
+        (out / "README.md").write_text(f"# masgrid report\n\nResults: `{results_dir.resolve()}`, {recorded}.\n\n"
+                                       "- [CooperBench](cooper/README.md)\n", encoding="utf-8")
+        return [out / "README.md", *written, *section]
+    written += section
     runs, task, left_out = masbench_only(runs, results_dir)
     note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "", note, ""]
     if left_out:
         index += [left_out, ""]
+    if section:
+        index += ["- [CooperBench](cooper/README.md)", ""]
     if loaded.damaged:
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]

@@ -11,10 +11,10 @@ accuracy against tokens, CoT against SIMAS, the judge's bars.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from masgrid.analysis import simas, simas_figures
+from masgrid.analysis.family_cli import report_main
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
 from masgrid.analysis.validity import exclusion_note
@@ -55,18 +55,7 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="SIMAS tables and figures from a results directory")
-    parser.add_argument("results_dir")
-    parser.add_argument("out_dir")
-    ns = parser.parse_args(argv)
-    try:
-        paths = write_report(ns.results_dir, ns.out_dir)
-    except ValueError as exc:
-        print(f"simas_report: {exc}")
-        return 1
-    for path in paths:
-        print(path)
-    return 0
+    return report_main("simas_report", "SIMAS tables and figures from a results directory", write_report, argv)
 
 
 if __name__ == "__main__":

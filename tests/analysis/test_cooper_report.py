@@ -1,0 +1,82 @@
+"""`masgrid report` on a results directory of CooperBench runs written as real Parquet in the
+platform's layout: the cooper/ section with its tables, PNG (>= 200 dpi) and PDF figures, and
+the numbers in its CSVs equal to the tables computed from the frames directly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from masgrid.analysis import cooper
+from masgrid.analysis.cooper_report import main
+from masgrid.analysis.report import build_report
+from tests.analysis.cooper_frames import random_runs
+
+FIGURES = ("fig_success", "fig_difficulty", "fig_conflicts", "fig_communication", "fig_scaling")
+
+
+def _write(root: Path, table: str, frame: pd.DataFrame) -> None:
+    for (task,), part in frame.groupby(["task"]):
+        folder = root / table / f"task={quote(str(task), safe='')}" / "protocol=cooper"
+        folder.mkdir(parents=True, exist_ok=True)
+        part.drop(columns=["task", "protocol"], errors="ignore").to_parquet(folder / "part-0.parquet", index=False)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    root = tmp_path_factory.mktemp("cooper")
+    rng = np.random.default_rng(11)
+    runs = random_runs(rng, models=2, tasks=8, repeats=1, sizes=(2, 3))
+    runs["protocol"] = "cooper"
+    runs.loc[runs.index[:3], "cooper_sandbox"] = "none"
+    events = []
+    for r in runs[runs["cooper_setting"] == "coop"].itertuples():
+        events += [{"run_id": r.run_id, "task": r.task, "seq": 0, "t": 0.5, "agent": 0, "kind": "message",
+                    "tool": None, "text": "I'll take lines 1-9 of a.py"},
+                   {"run_id": r.run_id, "task": r.task, "seq": 1, "t": 1.0, "agent": 0, "kind": "plan", "tool": None,
+                    "text": "plan"},
+                   {"run_id": r.run_id, "task": r.task, "seq": 2, "t": 2.0, "agent": 1, "kind": "action",
+                    "tool": "view", "text": "{}"},
+                   {"run_id": r.run_id, "task": r.task, "seq": 3, "t": 3.0, "agent": 1, "kind": "message",
+                    "tool": None, "text": "Which lines are yours?"}]
+    _write(root, "runs", runs)
+    _write(root, "events", pd.DataFrame(events))
+    return root, runs
+
+
+def test_masgrid_report_writes_the_cooper_section(results, tmp_path):
+    root, runs = results
+    files = build_report(root, tmp_path)
+    section = tmp_path / "cooper"
+    assert "[CooperBench](cooper/README.md)" in (tmp_path / "README.md").read_text()
+    readme = (section / "README.md").read_text()
+    failed = int((runs["status"] == "failed").sum())
+    assert f"{len(runs) - failed} of {len(runs)} runs used" in readme
+    bare = int(((runs["cooper_sandbox"] == "none") & (runs["status"] == "ok")).sum())
+    assert f"{bare} runs ran without the sandbox" in readme
+    for name in FIGURES:
+        png, pdf = section / f"{name}.png", section / f"{name}.pdf"
+        assert png in files and pdf in files
+        with Image.open(png) as image:
+            assert min(image.info["dpi"]) >= 199  # stored as dots per metre: 200 dpi reads back as 199.99
+        assert pdf.read_bytes().startswith(b"%PDF")
+    timelines = [p for p in files if p.name.startswith("timeline_") and p.suffix == ".png"]
+    assert len(timelines) == 2 and all(p.name[len("timeline_"):-4] in set(runs["run_id"]) for p in timelines)
+    success = pd.read_csv(section / "success.csv")
+    direct = cooper.success_by_setting(runs.drop(columns="protocol"))
+    assert success[["model", "setting", "n", "k"]].equals(direct[["model", "setting", "n", "k"]])
+    comm = pd.read_csv(section / "communication.csv")
+    assert (comm["messages"] == comm["runs"]).all() and (comm["steps"] == 2 * comm["runs"]).all()
+    assert (section / "table4.md").read_text().startswith("# Table 4")
+    scaling = pd.read_csv(section / "scaling.csv")
+    assert sorted(scaling["agents"].unique()) == [2, 3]
+
+
+def test_the_cooper_report_cli_on_a_directory_without_cooper_runs(tmp_path, capsys):
+    assert main([str(tmp_path / "empty"), str(tmp_path / "x")]) == 1
+    assert "cooper_report: no CooperBench runs" in capsys.readouterr().out
