@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
+from masgrid.actors.backends.history import ChatHistory
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter
@@ -46,7 +47,7 @@ class AgentHost:
         """(Re)initialise for a run; a pooled actor is configured afresh for every run."""
         self.spec = spec
         self.count = get_counter(spec.token_counter)
-        self.histories: dict[int, list[Message]] = {}
+        self.histories: dict[int, ChatHistory] = {}
         self.backends: dict[int, ChatBackend] = {}
         # Per-host cache for backend factories; the counter spec lets a backend tell a server
         # how to count usage (the CPU stand-in counts like the scripted backend).
@@ -60,7 +61,7 @@ class AgentHost:
 
     async def start_phase(self, setups: dict[int, AgentSetup]) -> None:
         """Fresh histories (phase 2 carries nothing but what the prompt says)."""
-        self.histories = {i: [{"role": "system", "content": s.system_prompt}] for i, s in setups.items()}
+        self.histories = {i: ChatHistory([{"role": "system", "content": s.system_prompt}]) for i, s in setups.items()}
         self.backends = {
             i: make_backend(self.spec.backend, self.spec.settings, self.count, s.view, self.spec.protocol,
                             self.spec.seed * 100_003 + i, self._shared)
@@ -105,7 +106,9 @@ class AgentHost:
         async with self._limit:
             sent = time.time()
             try:
-                completion = await self.backends[i].complete(list(self.histories[i]))
+                # the live history, not a copy: nothing is appended to it while its call is
+                # in flight (one call per agent at a time), and it carries its encodings
+                completion = await self.backends[i].complete(self.histories[i])
             except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round
                 completion = Completion(error=f"{type(exc).__name__}: {exc}")
             completion.started_at = sent
