@@ -5,6 +5,9 @@ CPU; the model costs nothing, so what a run spends beyond the server is the harn
 driver, the agent hosts, the environment, the HTTP client, event records. Per scenario and
 repeat we report
 
+- `steady_ms_per_call`: a round's wall time in steady state (median over rounds 2.. of the
+  gap between consecutive rounds' last events) per call of the round, less the server's
+  mean CPU per call: what each further call of a long run costs;
 - `harness_ms_per_call` = (rounds wall - server CPU during the run) / calls, where rounds
   wall is the run's `wall_s - startup_s` (actors already started, as in a sweep's warm pool);
 - `run_ms_per_call` = (wall_s - server CPU) / calls (actor start-up included);
@@ -74,22 +77,55 @@ def config(name: str, server: Server, results: Path, seed: int, client: str) -> 
             "execution": {"token_counter": "approx"}}
 
 
-def ray_cpu() -> dict[str, float]:
-    """CPU seconds so far of this process's Ray descendants, by actor class (process title)."""
-    import psutil
+class CpuSampler:
+    """CPU seconds of this process's Ray descendants during a run, by process title (the
+    actor class). Actor processes exit when their run ends, so each one's CPU is sampled
+    every 20 ms and its last sample kept; the start-up of a fresh process (imports) is
+    included, and whatever Ray's own daemons spend lands under `ray-system`."""
 
-    out: dict[str, float] = {}
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            title = proc.cmdline()[0] if proc.cmdline() else proc.name()
-            times = proc.cpu_times()
-        except (psutil.NoSuchProcess, psutil.AccessDenied, IndexError):
-            continue
-        if not title.startswith("ray::"):
-            title = "ray-system" if "ray" in " ".join(proc.cmdline()) else "other"
-        key = title.removeprefix("ray::").split(".")[0].split(" ")[0]
-        out[key] = out.get(key, 0.0) + times.user + times.system
-    return out
+    def __init__(self) -> None:
+        import threading
+
+        self.last: dict[int, tuple[str, float]] = {}
+        self.first: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                cmd = proc.cmdline()
+                times = proc.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            title = cmd[0] if cmd and cmd[0].startswith("ray::") else "ray-system" if "ray" in " ".join(cmd) else "other"
+            key = title.removeprefix("ray::").split(".")[0].split(" ")[0]
+            cpu = times.user + times.system
+            self.first.setdefault(proc.pid, cpu if not self.last and proc.pid not in self.last else 0.0)
+            old = self.last.get(proc.pid)
+            self.last[proc.pid] = (key if key != "IDLE" or old is None else old[0], cpu)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(0.02)
+
+    def __enter__(self) -> "CpuSampler":
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def by_title(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pid, (title, cpu) in self.last.items():
+            out[title] = out.get(title, 0.0) + cpu - self.first.get(pid, 0.0)
+        return out
 
 
 def in_ray(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
@@ -98,9 +134,8 @@ def in_ray(name: str, server: Server, results: Path, seed: int, client: str) -> 
 
     cfg = RunConfig.from_mapping(config(name, server, results, seed, client))
     before = server.stats()
-    cpu0 = ray_cpu()
-    summary = run_one(cfg)
-    cpu1 = ray_cpu()
+    with CpuSampler() as sampler:
+        summary = run_one(cfg)
     after = server.stats()
     if summary.status != "ok":
         raise RuntimeError(f"{name}: run {summary.status}: {summary.error}")
@@ -108,14 +143,20 @@ def in_ray(name: str, server: Server, results: Path, seed: int, client: str) -> 
     run = runs.iloc[0]
     calls = int(run["model_calls"])
     server_cpu = after["cpu_s"] - before["cpu_s"]
+    events = pd.read_parquet(results / "events", columns=["run_id", "round", "kind", "time"],
+                             filters=[("run_id", "==", cfg.run_id)])
+    ends = events.groupby("round")["time"].max().sort_index()
+    per_round = events[events["kind"] == "model_call"].groupby("round").size()
+    gaps = ends.diff().dt.total_seconds().iloc[1:]  # round r's end to round r+1's end (r >= 1)
+    steady = (gaps / per_round.reindex(gaps.index)).median()
     rounds_wall = float(run["wall_s"]) - float(run["startup_s"])
     return {"scenario": name, "seed": seed, "calls": calls, "server_calls": after["calls"] - before["calls"],
             "wall_s": float(run["wall_s"]), "startup_s": float(run["startup_s"]),
             "harness_ms_per_call": 1000 * (rounds_wall - server_cpu) / calls,
+            "steady_ms_per_call": 1000 * (steady - server_cpu / calls),
             "run_ms_per_call": 1000 * (float(run["wall_s"]) - server_cpu) / calls,
             "server_cpu_ms_per_call": 1000 * server_cpu / calls,
-            "cpu_ms_per_call": {k: round(1000 * (v - cpu0.get(k, 0.0)) / calls, 3) for k, v in cpu1.items()
-                                if v - cpu0.get(k, 0.0) > 0.005}}
+            "cpu_ms_per_call": {k: round(1000 * v / calls, 3) for k, v in sampler.by_title().items() if v > 0.005}}
 
 
 def in_process(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
@@ -188,7 +229,7 @@ def main() -> None:
     finally:
         server.close()
     df = pd.DataFrame([{k: v for k, v in r.items() if k != "cpu_ms_per_call"} for r in rows])
-    cols = [c for c in ("calls", "startup_s", "harness_ms_per_call", "run_ms_per_call", "server_cpu_ms_per_call",
+    cols = [c for c in ("calls", "startup_s", "steady_ms_per_call", "harness_ms_per_call", "run_ms_per_call", "server_cpu_ms_per_call",
                         "process_ms_per_call", "local_cpu_ms_per_call") if c in df]
     table = df.groupby("scenario", sort=False)[cols].median().reset_index()
     table.insert(1, "repeats", df.groupby("scenario", sort=False).size().values // (2 if args.process else 1))
