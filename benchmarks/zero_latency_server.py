@@ -4,6 +4,7 @@ It runs in its own process (so its CPU is measured apart from masgrid's) on aioh
 answers every chat completion immediately with a reply the benchmarked protocol accepts:
 - AgentsNet (LOCAL): a short message to every neighbour named in the system prompt, and in
   the final round the final-answer marker with the first option of the prompt;
+- SILO P2P: read the inbox, then one message to the next agent (ring order);
 - MAS-Bench / SILO key-value: one `write_file` and one `read_file` of a shared key;
 - anything else: a `wait` command.
 The reply is chosen by cheap string tests on the system prompt (cached per prompt), so the
@@ -26,6 +27,7 @@ from aiohttp import web
 
 NEIGHBOURS = re.compile(r"[Yy]our neighbou?rs? (?:are|is)[:\s]+([^\n.]+)")
 FINAL_MARKER = "### Final Answer ###"
+SILO_ID = re.compile(r"You are Agent-(\d+), one of (\d+) agents")
 OPTIONS = re.compile(r"nothing else:\s*([^\n]+)")
 
 
@@ -50,6 +52,9 @@ class Replies:
         if found:
             names = [n.strip(" ,") for n in re.split(r",| and ", found.group(1))]
             plain = json.dumps({n: "my value is 1" for n in names if n})
+        elif (silo := SILO_ID.search(system)) and "send_message <agent_id>" in system:
+            peer = (int(silo.group(1)) + 1) % int(silo.group(2))
+            plain = f"```\nreceive_messages\n```\n```\nsend_message {peer} my partial result is 1 2 3\n```"
         elif "write_file" in system:
             plain = "```\nwrite_file shared/notes.txt\nvalues seen so far: 1 2 3\n```\n```\nread_file shared/notes.txt\n```"
         else:
