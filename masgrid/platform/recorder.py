@@ -29,6 +29,9 @@ from masgrid.platform.storage import STORAGE_ERRNOS, ResultsUnwritable, storage_
 from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
+#: Parquet codec: zstd stores an event in about two thirds of snappy's bytes (the default)
+#: for the same CPU (benchmarks/bench_recorder.py); pyarrow, pandas, DuckDB and Spark read it
+COMPRESSION = "zstd"
 #: what a resume reads of each recorded run
 OUTCOME_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()), ("error_class", pa.string())])
 
@@ -61,7 +64,7 @@ def _write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schem
     table = to_table(rows, schema)  # model text made storable; a bad value is nulled and noted
     tmp = path.parent / f".tmp-{uuid.uuid4().hex}.parquet"
     try:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, compression=COMPRESSION)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
