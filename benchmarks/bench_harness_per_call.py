@@ -70,11 +70,11 @@ class Server:
         self.tmp.cleanup()
 
 
-def config(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
+def config(name: str, server: Server, results: Path, seed: int, client: str, warm: bool = False) -> dict:
     return {**SCENARIOS[name], "seed": seed, "results_dir": str(results), "backend": "openai", "preflight": False,
             "model": {"name": "zero", "base_url": server.base_url, "http_client": client, "max_retries": 0,
                       "max_concurrency": 1024},
-            "execution": {"token_counter": "approx"}}
+            "execution": {"token_counter": "approx", "reuse_actors": warm}}
 
 
 class CpuSampler:
@@ -128,11 +128,11 @@ class CpuSampler:
         return out
 
 
-def in_ray(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
+def in_ray(name: str, server: Server, results: Path, seed: int, client: str, warm: bool = False) -> dict:
     from masgrid.platform.config import RunConfig
     from masgrid.platform.launch import run_one
 
-    cfg = RunConfig.from_mapping(config(name, server, results, seed, client))
+    cfg = RunConfig.from_mapping(config(name, server, results, seed, client, warm))
     before = server.stats()
     with CpuSampler() as sampler:
         summary = run_one(cfg)
@@ -150,7 +150,7 @@ def in_ray(name: str, server: Server, results: Path, seed: int, client: str) -> 
     gaps = ends.diff().dt.total_seconds().iloc[1:]  # round r's end to round r+1's end (r >= 1)
     steady = (gaps / per_round.reindex(gaps.index)).median()
     rounds_wall = float(run["wall_s"]) - float(run["startup_s"])
-    return {"scenario": name, "seed": seed, "calls": calls, "server_calls": after["calls"] - before["calls"],
+    return {"scenario": name + (" (warm)" if warm else ""), "seed": seed, "calls": calls, "server_calls": after["calls"] - before["calls"],
             "wall_s": float(run["wall_s"]), "startup_s": float(run["startup_s"]),
             "harness_ms_per_call": 1000 * (rounds_wall - server_cpu) / calls,
             "steady_ms_per_call": 1000 * (steady - server_cpu / calls),
@@ -199,6 +199,8 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="+", default=["an100", "kv100", "an1000"], choices=sorted(SCENARIOS))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--client", default="direct", choices=["direct", "aiohttp", "httpx"])
+    ap.add_argument("--warm", action="store_true", help="also runs on warm actors (a sweep's pool, "
+                    "execution.reuse_actors): one discarded warm-up run, then the same repeats")
     ap.add_argument("--local", action="store_true", help="only in-process runs (no Ray): harness CPU per call")
     ap.add_argument("--process", action="store_true", help="also time the whole CLI process (Ray start included)")
     ap.add_argument("--out", type=Path, default=None)
@@ -217,6 +219,14 @@ def main() -> None:
                     row = (in_process if args.local else in_ray)(name, server, Path(tmp) / f"r{rep}", rep, args.client)
                     print(json.dumps(row), flush=True)
                     rows.append(row)
+            if args.warm and not args.local:
+                for name in args.scenarios:
+                    in_ray(name, server, Path(tmp) / "warmup", 999, args.client, warm=True)
+                for rep in range(args.repeats):
+                    for name in args.scenarios:
+                        row = in_ray(name, server, Path(tmp) / f"w{rep}", 200 + rep, args.client, warm=True)
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
             if args.process:
                 import ray
 

@@ -7,6 +7,7 @@ Several agents share one host (one Ray worker process) so a 100-agent run does n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -69,6 +70,10 @@ class AgentHost:
         }
         protocol = PROTOCOLS.get(self.spec.protocol)
         self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()} if protocol else {}
+        # An agent has one call in flight at most: with no more agents than the limit allows
+        # calls, the semaphore could never make a call wait, and acquiring it costs each call.
+        limit = self.spec.settings.max_concurrency
+        self._limit = asyncio.Semaphore(limit) if limit < len(setups) else contextlib.nullcontext()
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         """Append each agent's pending observations, then generate for all of them at once.
@@ -93,7 +98,8 @@ class AgentHost:
             return first
         problem = check(expect, first.text)
         if problem is None:
-            return first.model_copy(update={"validation": "ok"})
+            first.validation = "ok"  # this host's own object: no copy needed
+            return first
         self.histories[i].append({"role": "assistant", "content": first.text or ""})
         self.histories[i].append({"role": "user", "content": problem})
         second = await self._complete(i)
