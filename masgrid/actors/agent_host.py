@@ -7,6 +7,7 @@ Several agents share one host (one Ray worker process) so a 100-agent run does n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 
 from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
+from masgrid.actors.backends.history import ChatHistory
 from masgrid.actors.backends.tool_calls import assistant_turn
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
@@ -48,7 +50,7 @@ class AgentHost:
         """(Re)initialise for a run; a pooled actor is configured afresh for every run."""
         self.spec = spec
         self.count = get_counter(spec.token_counter)
-        self.histories: dict[int, list[Message]] = {}
+        self.histories: dict[int, ChatHistory] = {}
         self.backends: dict[int, ChatBackend] = {}
         # Per-host cache for backend factories; the counter spec lets a backend tell a server
         # how to count usage (the CPU stand-in counts like the scripted backend).
@@ -63,7 +65,7 @@ class AgentHost:
 
     async def start_phase(self, setups: dict[int, AgentSetup]) -> None:
         """Fresh histories (phase 2 carries nothing but what the prompt says)."""
-        self.histories = {i: [{"role": "system", "content": s.system_prompt}] for i, s in setups.items()}
+        self.histories = {i: ChatHistory([{"role": "system", "content": s.system_prompt}]) for i, s in setups.items()}
         self.backends = {
             i: make_backend(self.spec.backend, self.spec.settings, self.count, s.view, self.spec.protocol,
                             self.spec.seed * 100_003 + i, self._shared)
@@ -72,6 +74,10 @@ class AgentHost:
         self._acting = {i: asyncio.Lock() for i in setups}
         protocol = PROTOCOLS.get(self.spec.protocol)
         self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()} if protocol else {}
+        # An agent has one call in flight at most: with no more agents than the limit allows
+        # calls, the semaphore could never make a call wait, and acquiring it costs each call.
+        limit = self.spec.settings.max_concurrency
+        self._limit = asyncio.Semaphore(limit) if limit < len(setups) else contextlib.nullcontext()
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         """Append each agent's pending observations, then generate for all of them at once.
@@ -117,7 +123,8 @@ class AgentHost:
             return first
         problem = check(expect, first.text)
         if problem is None:
-            return first.model_copy(update={"validation": "ok"})
+            first.validation = "ok"  # this host's own object: no copy needed
+            return first
         self.histories[i].append({"role": "assistant", "content": first.text or ""})
         self.histories[i].append({"role": "user", "content": problem})
         second = await self._complete(i)
@@ -130,7 +137,9 @@ class AgentHost:
         async with self._limit:
             sent = time.time()
             try:
-                history = list(self.histories[i])
+                # the live history, not a copy: nothing is appended to it while its call is
+                # in flight (one call per agent at a time), and it carries its encodings
+                history = self.histories[i]
                 backend = self.backends[i]
                 completion = await (backend.complete(history, tools) if tools else backend.complete(history))
             except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round

@@ -7,9 +7,8 @@ each agent is told and what each command cost.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel
 
 from masgrid.actors import heap
 from masgrid.envs.harness import CommandOutcome
@@ -18,8 +17,14 @@ from masgrid.envs.tasks import Instance, get_task
 from masgrid.envs.tokens import get_counter
 
 
-class OutcomeRecord(BaseModel):
-    """One command (or harness reply) as it goes into the events table."""
+@dataclass(slots=True)
+class OutcomeRecord:
+    """One command (or harness reply) as it goes into the events table.
+
+    A slotted dataclass, not a pydantic model: a round makes one or more per agent and
+    ships them to the driver, and the fields are set by this module only (nothing to
+    validate); building and pickling pydantic models was a measurable part of the per-call
+    harness cost (benchmarks/bench_harness_per_call.py)."""
 
     agent: int
     kind: str  # "command" or "harness"
@@ -34,7 +39,7 @@ class OutcomeRecord(BaseModel):
     submitted: Any = None
     read_other: bool = False
     received: int = 0
-    peers: list[int] = []  # recipients of a send, senders of received messages, writer of a file read
+    peers: list[int] = field(default_factory=list)  # recipients of a send, senders of received messages, writer of a file read
 
 
 class EnvironmentHost:

@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.show import show_command
 
         return show_command(rest)
+    if command in ("up", "down"):
+        from masgrid.platform.cluster import cluster_command
+
+        return cluster_command(command, rest)
     if command == "serve":
         from masgrid.platform.serving import serve_command
 
@@ -53,6 +57,8 @@ USAGE = """usage:
   masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
+  masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
+  masgrid down                            stop the head `masgrid up` started
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 
@@ -167,38 +173,18 @@ def _hydra_run(argv: list[str], multirun: bool) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from masgrid.platform.config import ConfigError
-    from masgrid.platform.sweep import split_job_config, take_config_dump, take_last_result
+    from masgrid.platform.sweep import take_config_dump, take_last_result
 
     outcome: dict[str, Any] = {}
+    if not multirun:
+        data = _compose_once(argv)
+        if data is not None:
+            _execute_run(data, outcome)
+            return _exit_code(outcome)
 
     @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
     def hydra_entry(cfg: DictConfig) -> None:
-        data = OmegaConf.to_container(cfg, resolve=True)
-        try:
-            run_cfg, _ = split_job_config(data)  # type: ignore[arg-type]
-        except ConfigError as exc:
-            outcome["error"] = str(exc)
-            print(exc, file=sys.stderr)
-            return
-        from masgrid.actors.serving.deploy import ServingUnavailable
-        from masgrid.actors.serving.spec import ServingError
-        from masgrid.platform.launch import run_one
-        from masgrid.platform.preflight import PreflightError, preflight
-        from masgrid.platform.recorder import ResultsUnwritable
-        from masgrid.platform.results_lock import ResultsDirBusy
-        from masgrid.platform.summary import print_summary
-
-        try:
-            preflight([run_cfg])
-            summary = run_one(run_cfg)
-        except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy,
-                ResultsUnwritable) as exc:  # endpoint, results_dir
-            outcome["error"] = str(exc)
-            print(f"masgrid run: {exc}", file=sys.stderr)
-            return
-        outcome["status"] = summary.status
-        print_summary(run_cfg, summary)
+        _execute_run(OmegaConf.to_container(cfg, resolve=True), outcome)  # type: ignore[arg-type]
 
     saved = sys.argv
     sys.argv = ["masgrid run", *argv]
@@ -213,9 +199,67 @@ def _hydra_run(argv: list[str], multirun: bool) -> int:
     if multirun:  # Hydra's sweeper never called the launcher
         print("masgrid run: the sweep expands to no job; nothing was run", file=sys.stderr)
         return 2
+    return _exit_code(outcome)
+
+
+def _exit_code(outcome: dict[str, Any]) -> int:
     if "error" in outcome:
         return 2
     return 0 if outcome.get("status") in ("ok", "degraded", None) else 1
+
+
+def _compose_once(argv: list[str]) -> dict[str, Any] | None:
+    """A single run's config composed once with Hydra's compose API; `hydra.main` composes
+    it twice (once to learn the run mode), about 0.5 s each on a busy 2-core machine. Only
+    for plain `key=value` overrides: any flag, any `hydra` override, or any error (which
+    Hydra's own path then reports as usual) returns None."""
+    if any(arg.startswith("-") or arg.startswith(("hydra.", "hydra/", "+hydra", "~hydra")) for arg in argv):
+        return None
+    from hydra import compose, initialize_config_dir
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf, open_dict
+
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
+            cfg = compose(config_name="config", overrides=argv, return_hydra_config=True)
+        if OmegaConf.select(cfg, "hydra.mode") not in (None, RunMode.RUN):  # a sweep preset's mode: MULTIRUN
+            return None
+        with open_dict(cfg):
+            del cfg["hydra"]
+        data = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # noqa: BLE001 - hydra.main composes again and reports the problem its way
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:
+    """Validate one composed job config and run it; the outcome (status or error) goes to `outcome`."""
+    from masgrid.platform.config import ConfigError
+    from masgrid.platform.sweep import split_job_config
+
+    try:
+        run_cfg, _ = split_job_config(data)
+    except ConfigError as exc:
+        outcome["error"] = str(exc)
+        print(exc, file=sys.stderr)
+        return
+    from masgrid.actors.serving.spec import ServingError, ServingUnavailable
+    from masgrid.platform.launch import run_one
+    from masgrid.platform.preflight import PreflightError, preflight
+    from masgrid.platform.storage import ResultsUnwritable
+    from masgrid.platform.results_lock import ResultsDirBusy
+    from masgrid.platform.summary import print_summary
+
+    try:
+        preflight([run_cfg])
+        summary = run_one(run_cfg)
+    except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy,
+            ResultsUnwritable) as exc:  # endpoint, results_dir
+        outcome["error"] = str(exc)
+        print(f"masgrid run: {exc}", file=sys.stderr)
+        return
+    outcome["status"] = summary.status
+    print_summary(run_cfg, summary)
 
 
 def _instance(args: list[str]) -> int:

@@ -53,7 +53,8 @@ class ExecutionSettings(BaseModel):
         "into the run (a process start, about 0.5 s of CPU; platform/run_status.py); null: never. Many "
         "concurrent latency-bound runs (SIMAS sweeps) on few cores gain from a later start or none")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
-    ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None starts local Ray")
+    ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
+                                                       "running local head (masgrid up), else start local Ray")
     token_counter: str = Field(
         "auto", description="how tokens the server did not count (commands, replies, scripted agents) are "
         "counted: 'auto' (the model preset's `tokenizer`; 'approx' only when it names none or its file is "
@@ -63,6 +64,10 @@ class ExecutionSettings(BaseModel):
     actor_start_timeout_s: float = Field(120.0, gt=0)
     reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
                                                    "(faster sweeps; hosts are then named pool:* not per run)")
+    keep_warm: bool = Field(
+        True, description="a single run on a Ray cluster this command joined (`masgrid up`, `ray start --head`, "
+        "an address) executes on a detached driver worker, host pool and recorder that stay for the next "
+        "command, which then starts no process (platform/warm.py); false: the run's own processes, gone after it")
     driver_resources: dict[str, float] | None = Field(
         None, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
         "with `ray start --resources '{\"worker\": 8}'` on worker nodes: drivers (and the hosts they start, "

@@ -372,9 +372,20 @@ class RunDriver:
         phase_subs: list[list[Any]] = []  # the submissions each phase ended with
         marks = [mark(log.stats)]  # every agent's counters at each phase boundary
 
-        async def flush() -> None:
+        writing: list[asyncio.Future] = []  # at most one event chunk on its way to the recorder
+
+        async def flush(wait: bool = False) -> None:
+            """Send the pending events; the round goes on while the recorder writes them. The
+            previous chunk is awaited first, so one chunk at most is in flight (memory stays
+            bounded and a failed write fails the run at the next flush)."""
+            if writing:
+                await writing.pop()
             chunk, rows = log.take_chunk()
-            await self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)
+            sent = asyncio.ensure_future(self.recorder.call("write_events", log.run_id, log.partition, chunk, rows))
+            if wait:
+                await sent
+            else:
+                writing.append(sent)
 
         async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
                            outcomes: dict[int, list[OutcomeRecord]]) -> None:
@@ -404,7 +415,7 @@ class RunDriver:
             phase_subs.append(list(submissions))
             marks.append(mark(log.stats))
             previous = list(submissions)
-            await flush()
+            await flush(wait=True)
         await pool.close()
 
         score = task.score(instance, submissions)

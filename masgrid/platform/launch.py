@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunDriver, RunSummary
-from masgrid.platform.recorder import Recorder, ResultsUnwritable
+from masgrid.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid.platform.results_lock import ResultsLock
 from masgrid.platform.run_status import RunName
 from masgrid.platform.validity import classify_failure
@@ -34,6 +34,8 @@ NAMESPACE = "masgrid"
 #: actor whose last handle goes out of scope is destroyed, and a later lookup by name
 #: could race with that.
 _RECORDERS: dict[str, Any] = {}
+#: how this process connected to Ray (ensure_ray)
+_SESSION: dict[str, Any] = {}
 #: warm driver processes kept between run_many calls (execution.reuse_actors)
 MAX_IDLE_DRIVERS = 32
 #: executions of one run within a sweep when the platform keeps interrupting it
@@ -43,22 +45,35 @@ SUPERVISED: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
+    """Join the cluster `address` names (execution.ray_address), else RAY_ADDRESS, else a
+    running local head (`masgrid up`, `ray start --head`); start a local Ray only when there
+    is none (platform/cluster.py)."""
     import ray
+
+    from masgrid.platform.cluster import resolve_address
 
     if ray.is_initialized():
         return
-    address = address or os.environ.get("RAY_ADDRESS")
+    address, joined = resolve_address(address)
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": True}
     if os.environ.get("MASGRID_CONF"):  # drivers must render the prompts the run ids were computed from
         kwargs["runtime_env"] = {"env_vars": {"MASGRID_CONF": os.environ["MASGRID_CONF"]}}
     kwargs.update(init_kwargs)
     ray.init(address=address, **kwargs)
+    _SESSION["joined"] = joined
+
+
+def joined_cluster() -> bool:
+    """Whether this process joined a Ray cluster that outlives it (ensure_ray)."""
+    return bool(_SESSION.get("joined"))
 
 
 def recorder_actor(results_dir: str) -> Any:
     """The single writer of a results_dir, pinned to this node (where the results live)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from masgrid.platform.recorder import Recorder
 
     root = str(Path(results_dir).resolve())
     key = f"{ray.get_runtime_context().get_job_id()}:{root}"  # a new Ray session needs new actors
@@ -125,14 +140,69 @@ class DriverWorker:
 
 def run_local(cfg: RunConfig) -> RunSummary:
     """Everything in this process: no Ray at all (debugging, profiling)."""
+    from masgrid.platform.recorder import Recorder
+
     with writer_locks([cfg]):
         return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
 
 
 def run_one(cfg: RunConfig) -> RunSummary:
+    """One run (`masgrid run`). On a cluster this process joined, it executes on warm actors
+    left by the previous command, or leaves its own for the next one (platform/warm.py)."""
     if cfg.execution.executor == "local":
         return run_local(cfg)
-    return run_many([cfg], max_concurrent=1)[0]
+    return run_many([cfg], max_concurrent=1, keep_warm=cfg.execution.keep_warm)[0]
+
+
+def _get_or_create(name: str, create: Callable[[], Any]) -> Any:
+    """A named actor of namespace masgrid, made by `create` only when none answers to `name`
+    (a lookup needs no class, so a warm start imports none of the actors' modules)."""
+    import ray
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return create()
+
+
+def warm_driver() -> Any:
+    """The detached driver worker single runs share on a joined cluster, with its host pool."""
+    import ray
+
+    from masgrid.platform import warm
+
+    def pool() -> Any:
+        from masgrid.platform.pool import HostPool
+
+        return ray.remote(num_cpus=0, **SUPERVISED)(HostPool).options(**warm.options("host-pool")).remote(
+            prefix=f"pool@{warm.fingerprint()}")
+
+    warm.retire_stale()
+    return _get_or_create(warm.warm_name("driver"), lambda: ray.remote(num_cpus=0)(DriverWorker).options(
+        **warm.options("driver"), max_concurrency=16).remote(_get_or_create(warm.warm_name("host-pool"), pool)))
+
+
+def warm_recorder(results_dir: str) -> Any:
+    """The detached recorder of a results_dir on a joined cluster (pinned to this node)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from masgrid.platform import warm
+
+    root = str(Path(results_dir).resolve())
+    role = "recorder-" + hashlib.sha1(root.encode()).hexdigest()[:12]
+
+    def create() -> Any:
+        from masgrid.platform.recorder import Recorder
+
+        node = ray.get_runtime_context().get_node_id()
+        return ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
+            **warm.options(role), scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+        ).remote(root)
+
+    actor = _get_or_create(warm.warm_name(role), create)
+    ray.get(actor.ready.remote())
+    return actor
 
 
 def _ensure_deployments(cfgs: list[RunConfig]) -> None:
@@ -148,14 +218,16 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
 
 
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
-             on_done: Callable[[RunConfig, RunSummary], None] | None = None) -> list[RunSummary]:
+             on_done: Callable[[RunConfig, RunSummary], None] | None = None,
+             keep_warm: bool = False) -> list[RunSummary]:
     """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order,
-    holding each results_dir's writer lock (ResultsDirBusy if another process holds one)."""
+    holding each results_dir's writer lock (ResultsDirBusy if another process holds one).
+    `keep_warm`: on a joined cluster, use (or leave) the warm actors of platform/warm.py."""
     cfgs = list(cfgs)
     if not cfgs:
         return []
     with writer_locks(cfgs):
-        return _run_many(cfgs, max_concurrent, on_done)
+        return _run_many(cfgs, max_concurrent, on_done, keep_warm)
 
 
 @contextmanager
@@ -174,10 +246,15 @@ def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
 
 
 def _run_many(cfgs: list[RunConfig], max_concurrent: int,
-              on_done: Callable[[RunConfig, RunSummary], None] | None) -> list[RunSummary]:
+              on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False) -> list[RunSummary]:
     import ray
 
     ensure_ray(cfgs[0].execution.ray_address)
+    # warm actors only where they outlive this process, and not where drivers are placed by resources
+    warm = keep_warm and joined_cluster() and not any(c.execution.driver_resources for c in cfgs)
+    if warm:  # placement only: run ids unchanged
+        cfgs = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
+                for c in cfgs]
     _ensure_deployments(cfgs)
     for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
         print(f"masgrid: {len(cfgs)} run(s); results are written to {root}/{{runs,agents,events}}", flush=True)
@@ -185,7 +262,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}
     key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
-    idle_workers: list[Any] = _RECORDERS.setdefault(key, [])  # warm drivers kept for the session
+    # warm drivers kept for the session (or the detached one warm runs share)
+    idle_workers: list[Any] = [warm_driver()] if warm else _RECORDERS.setdefault(key, [])
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -195,7 +273,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 idx, cfg = queue.pop(0)
                 if cfg.results_dir not in recorders:
                     with _storage_errors_unwrapped():
-                        recorders[cfg.results_dir] = recorder_actor(cfg.results_dir)
+                        recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(

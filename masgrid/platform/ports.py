@@ -8,10 +8,43 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+import pickle
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import OutcomeRecord
+
+
+class PortTrace:
+    """Round trips between components and the pickled size of what each carried, by method:
+    what a Ray run would ship between processes. For regression guards on the per-round
+    cost (tests/platform/test_round_trips.py), never on in production runs."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.sent: dict[str, list[int]] = {}
+        self.returned: dict[str, list[int]] = {}
+
+    def record(self, method: str, args: tuple[Any, ...], result: Any) -> None:
+        self.calls[method] += 1
+        self.sent.setdefault(method, []).append(len(pickle.dumps(args)))
+        self.returned.setdefault(method, []).append(len(pickle.dumps(result)))
+
+
+_trace: PortTrace | None = None
+
+
+@contextmanager
+def trace_ports() -> Iterator[PortTrace]:
+    """Record every Port call made in this process while the block runs."""
+    global _trace
+    _trace = PortTrace()
+    try:
+        yield _trace
+    finally:
+        _trace = None
 
 
 class Port:
@@ -21,9 +54,13 @@ class Port:
 
     async def call(self, method: str, *args: Any) -> Any:
         if self.remote:
-            return await getattr(self.target, method).remote(*args)
-        result = getattr(self.target, method)(*args)
-        return await result if inspect.isawaitable(result) else result
+            result = await getattr(self.target, method).remote(*args)
+        else:
+            result = getattr(self.target, method)(*args)
+            result = await result if inspect.isawaitable(result) else result
+        if _trace is not None:
+            _trace.record(method, args, result)
+        return result
 
 
 class EnvironmentClient:

@@ -13,24 +13,25 @@ disk refuses (full, read-only) raises `ResultsUnwritable`, which stops the sweep
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import uuid
 from pathlib import Path
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from masgrid.actors import heap
 from masgrid.platform.sanitize import to_table
+from masgrid.platform.storage import STORAGE_ERRNOS, ResultsUnwritable, storage_errors  # noqa: F401 (re-exported)
 from masgrid.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
+#: Parquet codec: zstd stores an event in about two thirds of snappy's bytes (the default)
+#: for the same CPU (benchmarks/bench_recorder.py); pyarrow, pandas, DuckDB and Spark read it
+COMPRESSION = "zstd"
 #: what a resume reads of each recorded run
 OUTCOME_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()), ("error_class", pa.string())])
 
@@ -53,36 +54,9 @@ def partition_dir(root: Path, table: str, partition: dict[str, Any]) -> Path:
     return path
 
 
-class ResultsUnwritable(OSError):
-    """The results directory refuses writes (disk full, read-only, permissions): no run
-    can be recorded, so the sweep stops instead of running work it cannot keep."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-#: OS errors that mean the storage, not one file, is the problem
-STORAGE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
-
-
 def write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     with storage_errors(path.parent):
         _write_table_atomic(path, rows, schema)
-
-
-@contextmanager
-def storage_errors(where: Path) -> Iterator[None]:
-    """OS errors of the storage itself -> ResultsUnwritable naming the directory."""
-    try:
-        yield
-    except ResultsUnwritable:
-        raise
-    except OSError as exc:
-        text = str(exc)
-        if exc.errno in STORAGE_ERRNOS or "No space left" in text or "Read-only file system" in text:
-            # pyarrow raises OSError without an errno for a failed write; its message keeps strerror
-            raise ResultsUnwritable(exc.errno or errno.EIO, f"cannot write {where}: {exc.strerror or text}") from None
-        raise
 
 
 def _write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
@@ -90,7 +64,7 @@ def _write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schem
     table = to_table(rows, schema)  # model text made storable; a bad value is nulled and noted
     tmp = path.parent / f".tmp-{uuid.uuid4().hex}.parquet"
     try:
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, compression=COMPRESSION)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -150,6 +124,8 @@ class Recorder:
 
         for line in describe(check_results(self.root)):
             print(f"masgrid: {line}", file=sys.stderr, flush=True)
+        import pyarrow.dataset as ds  # here: it imports pandas, which nothing else of a run needs
+
         files = sorted((self.root / "runs").rglob("part-*.parquet"))
         if not files:
             return {}
@@ -161,6 +137,8 @@ class Recorder:
                                               table["error_class"].to_pylist())}
 
     def _outcomes_file_by_file(self, files: list[Path]) -> pa.Table:
+        import pyarrow.dataset as ds
+
         from masgrid.analysis.integrity import Damage, describe, quarantine
 
         parts, bad = [], []

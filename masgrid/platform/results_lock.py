@@ -19,7 +19,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 LOCK_NAME = ".masgrid-writer.json"
 HEARTBEAT_S = 10.0
@@ -30,9 +30,10 @@ class ResultsDirBusy(RuntimeError):
     """Another live process is writing this results directory."""
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int, signal_to: Callable[[int, int], None] = os.kill) -> bool:
+    """Whether a process (or, with os.killpg, a process group) exists; someone else's counts."""
     try:
-        os.kill(pid, 0)
+        signal_to(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -74,7 +75,7 @@ class ResultsLock:
         if holder.get("token") in ResultsLock._released:  # ours, released where it could not be deleted
             return True
         if holder.get("host") == socket.gethostname():
-            return not _alive(int(holder.get("pid", -1)))
+            return not pid_alive(int(holder.get("pid", -1)))
         try:
             return time.time() - self.path.stat().st_mtime > STALE_S
         except FileNotFoundError:

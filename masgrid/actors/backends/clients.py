@@ -26,10 +26,12 @@ class ClientCache:
 
     async def aclose(self) -> None:
         """Close the HTTP clients (their connection pools); Serve handles need nothing."""
-        import aiohttp
-        import openai
+        import sys
 
+        # only the client libraries a run used are loaded; importing openai here would cost 1.4 s
+        closable = tuple(getattr(sys.modules[name], cls) for name, cls in
+                         (("openai", "AsyncOpenAI"), ("aiohttp", "ClientSession")) if name in sys.modules)
         items, self._items = list(self._items.values()), {}
         for item in items:
-            if isinstance(item, (openai.AsyncOpenAI, aiohttp.ClientSession)):
+            if closable and isinstance(item, closable):
                 await item.close()

@@ -23,6 +23,7 @@ import aiohttp
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.errors import http_failure
+from masgrid.actors.backends.history import encode_request
 from masgrid.actors.backends.openai_chat import KEEPALIVE_S, api_key, completion_from_reply, failed_call, request_body
 from masgrid.actors.backends.retry import AttemptFailed, with_retries
 from masgrid.envs.tokens import TokenCounter
@@ -35,13 +36,14 @@ class DirectChatBackend(ChatBackend):
         self.count = count
         self.client = client
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
-        self.headers = {"Authorization": f"Bearer {api_key(settings)}"}
+        self.headers = {"Authorization": f"Bearer {api_key(settings)}", "Content-Type": "application/json"}
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
-        payload = request_body(self.settings, messages, tools)  # the same body as the SDK path
+        # the same body as the SDK path, its messages encoded once per history (backends/history.py)
+        payload = encode_request(request_body(self.settings, messages, tools), messages)
 
         async def attempt(attempts: int, start: float) -> Completion:
-            async with self.client.post(self.url, json=payload, headers=self.headers) as response:
+            async with self.client.post(self.url, data=payload, headers=self.headers) as response:
                 raw = await response.read()
                 if response.status == 200:
                     return completion_from_reply(_decode(raw), messages, self.count, time.perf_counter() - start,

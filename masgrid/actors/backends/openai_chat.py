@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
@@ -27,6 +26,9 @@ from masgrid.actors.backends.tool_calls import MalformedToolCalls, prompt_tokens
 from masgrid.envs.text import clean_text
 from masgrid.envs.tokens import TokenCounter
 from masgrid.envs.tool_calls import tool_names, with_calls
+
+if TYPE_CHECKING:  # imported where a client is made: `http_client=direct` never pays its 1.4 s import
+    import openai
 
 
 class ReplyMessage(BaseModel):
@@ -140,6 +142,8 @@ class OpenAIChatBackend(ChatBackend):
         self.client = client
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        import openai
+
         body = request_body(self.settings, messages, tools)
 
         async def attempt(attempts: int, start: float) -> Completion:
@@ -163,6 +167,8 @@ def make_client(settings: BackendSettings) -> openai.AsyncOpenAI:
     expire after `model.keepalive_s`. With the library's 5 s, equal to uvicorn's keep-alive,
     a connection idle for about 5 s between rounds can be reused just as the server closes
     it, and the call fails with a connection error (seen with max_retries=0)."""
+    import openai
+
     defaults = openai.DEFAULT_CONNECTION_LIMITS
     limits = type(defaults)(max_connections=defaults.max_connections,  # the Limits class openai is built on
                             max_keepalive_connections=defaults.max_keepalive_connections,

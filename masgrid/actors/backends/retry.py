@@ -60,7 +60,8 @@ async def with_retries(settings: BackendSettings, attempt: Callable[[int, float]
         attempts += 1
         retry_after = None
         try:
-            return await asyncio.wait_for(attempt(attempts, start), settings.timeout_s)
+            async with asyncio.timeout(settings.timeout_s):  # no extra task per call, unlike wait_for
+                return await attempt(attempts, start)
         except AttemptFailed as exc:
             failure, retry_after = exc.failure, exc.retry_after
         except (asyncio.TimeoutError, TimeoutError):

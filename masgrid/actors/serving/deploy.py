@@ -9,16 +9,12 @@ from typing import Any
 
 from masgrid.actors import heap
 from masgrid.actors.backends.base import BackendSettings
-from masgrid.actors.serving.spec import ServingError, ServingSpec, parse_serving
+from masgrid.actors.serving.spec import ServingError, ServingSpec, ServingUnavailable, parse_serving
 from masgrid.actors.serving.standin import StandinCore, build_app
 
 STANDIN_DEPLOYMENT = "StandIn"
 VLLM_HINT = ("model.serving.kind=vllm needs vLLM: on the GPU nodes run `pip install 'masgrid[vllm]'` "
              "(ray[llm], which brings vLLM); CPU machines use model=standin")
-
-
-class ServingUnavailable(RuntimeError):
-    """The vLLM path was asked for where vLLM is not installed."""
 
 
 def serve_llm() -> tuple[Any, Any]:

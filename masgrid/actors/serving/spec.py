@@ -28,6 +28,11 @@ PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
 _REMOTE_SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
+class ServingUnavailable(RuntimeError):
+    """The vLLM path was asked for where vLLM is not installed (here, not in deploy.py, so
+    `masgrid run` can catch it without importing the stand-in server's FastAPI)."""
+
+
 class ServingError(ValueError):
     """A serving config that cannot be deployed; the message names the key."""
 

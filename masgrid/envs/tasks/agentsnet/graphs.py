@@ -18,8 +18,11 @@ import hashlib
 import itertools
 from dataclasses import dataclass
 
-import networkx as nx
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where graphs are built: `masgrid run` of another task never loads them
+    import networkx as nx
+    import numpy as np
 
 from masgrid.resources import conf_cached, read_text
 
@@ -42,6 +45,8 @@ class AgentGraph:
         return len(self.names)
 
     def nx(self) -> nx.Graph:
+        import networkx as nx
+
         g = nx.Graph()
         g.add_nodes_from(range(self.n))
         g.add_edges_from(self.edges)
@@ -58,6 +63,8 @@ class AgentGraph:
         return [len(a) for a in self.neighbors()]
 
     def diameter(self) -> int:
+        import networkx as nx
+
         return int(nx.diameter(self.nx()))
 
 
@@ -86,6 +93,8 @@ def is_agent_name(name: str) -> bool:
 
 
 def graph_rng(model: str, n: int, seed: int) -> np.random.Generator:
+    import numpy as np
+
     digest = hashlib.sha256(f"agentsnet:{model}:{n}:{seed}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
@@ -103,15 +112,20 @@ def sample_names(n: int, rng: np.random.Generator) -> list[str]:
 
 
 def _ws(n: int, rng: np.random.Generator) -> nx.Graph:
+    import networkx as nx
+
     # networkx retries the rewiring until the graph is connected (`connected_watts_strogatz`).
     return nx.connected_watts_strogatz_graph(n, min(WS_K, n), WS_P, tries=1000, seed=int(rng.integers(2**31)))
 
 
 def _ba(n: int, rng: np.random.Generator) -> nx.Graph:
+    import networkx as nx
+
     return nx.barabasi_albert_graph(n, BA_M, seed=int(rng.integers(2**31)))
 
 
 def _dt(n: int, rng: np.random.Generator) -> nx.Graph:
+    import networkx as nx
     from scipy.spatial import Delaunay
 
     points = rng.random((n, 2))
@@ -133,6 +147,8 @@ def generate_graph(model: str, n: int, seed: int) -> AgentGraph:
         raise ValueError(f"graph: unknown graph model {model!r}; choose one of {sorted(_BUILDERS)}")
     if n < MIN_AGENTS:
         raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {n}")
+    import networkx as nx
+
     rng = graph_rng(model, n, seed)
     g = _BUILDERS[model](n, rng)
     if g.number_of_nodes() != n or not nx.is_connected(g):
