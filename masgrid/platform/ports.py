@@ -81,5 +81,14 @@ class AgentPoolClient:
         return merged
 
 
+    async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        """One tool-aware step of one agent (asynchronous schedule: each agent steps on its own)."""
+        call = self.hosts[self.assignment[agent]].call("act", agent, new_messages, tools)
+        try:
+            return await asyncio.wait_for(call, timeout=self.round_timeout_s)
+        except asyncio.TimeoutError:
+            raise RoundTimeout(f"agent {agent}'s model call did not finish within {self.round_timeout_s:.0f}s") from None
+
+
 class RoundTimeout(RuntimeError):
     """A round's model calls outlived every per-call timeout and retry (a hung host)."""
