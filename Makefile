@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.masgrid-installed
 export RAY_AUTH_MODE ?= disabled
 
-.PHONY: run test install clean
+.PHONY: run test install clean sandbox-deps
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
@@ -16,12 +16,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) sandbox-deps
+
+# CooperBench runs agents' shell commands under bubblewrap: installed here when we are root
+# on a Debian/Ubuntu machine, otherwise one line says what to run (the rest still works)
+BWRAP_HINT := CooperBench sandbox: bubblewrap is missing - run 'sudo apt-get install -y bubblewrap', or use cooper.sandbox=none
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    { apt-get install -y bubblewrap || { apt-get update && apt-get install -y bubblewrap; }; } >/dev/null || echo "$(BWRAP_HINT)"; \
+	  else echo "$(BWRAP_HINT)"; fi; }
 
 run: $(STAMP)
 	$(BIN)/masgrid run $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) sandbox-deps
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

@@ -1,0 +1,231 @@
+"""The bubblewrap sandbox contains what an agent's shell command can do (real bwrap, no mocks).
+
+Each containment test has a control (the same probe with kind="none" or from the host)
+showing the probe would detect the escape, so none of them passes vacuously.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from masgrid.envs.tasks.cooper.sandbox import (
+    INSTALL_HINT,
+    Sandbox,
+    SandboxError,
+    SandboxSettings,
+    _Capture,
+    sandbox_problem,
+)
+
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+
+
+@pytest.fixture()
+def agents(tmp_path: Path) -> tuple[Path, Path]:
+    """Two agents' worktrees side by side, as the run lays them out."""
+    a, b = tmp_path / "agent0", tmp_path / "agent1"
+    a.mkdir()
+    b.mkdir()
+    (a / "mine.txt").write_text("mine\n")
+    (b / "secret.txt").write_text("the other agent's work\n")
+    return a, b
+
+
+def box(worktree: Path, kind: str = "bwrap", **limits: object) -> Sandbox:
+    return Sandbox(SandboxSettings(kind=kind, **limits), writable=[worktree])
+
+
+def test_writes_land_only_in_the_worktree(agents: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = agents
+    marker = f"sbx-{uuid.uuid4().hex}"
+    outside = tmp_path / f"{marker}.txt"
+    cmd = (f"echo x > {outside}; echo x > {b}/planted.txt; echo x > /usr/{marker}; echo x > /etc/{marker}; "
+           f"echo x > /tmp/{marker}; echo ok > inside.txt")
+    res = box(a).run(cmd, cwd=a)
+    assert (a / "inside.txt").read_text() == "ok\n"
+    assert not outside.exists() and not (b / "planted.txt").exists()
+    assert not Path("/usr", marker).exists() and not Path("/etc", marker).exists()
+    assert not Path("/tmp", marker).exists(), "the sandbox's /tmp must be private"
+    assert res.stderr.count("Read-only file system") == 2  # /usr and /etc; the rest is not even there
+    # control: without isolation the same write outside succeeds, so the check above can fail
+    box(a, kind="none").run(f"echo x > {outside}", cwd=a)
+    assert outside.exists()
+
+
+def test_other_worktrees_and_homes_are_invisible(agents: tuple[Path, Path]) -> None:
+    a, b = agents
+    probe = f"cat {b}/secret.txt; ls {a.parent}; ls /root; ls /home; cat mine.txt"
+    res = box(a).run(probe, cwd=a)
+    assert "the other agent's work" not in res.stdout
+    assert b.name not in res.stdout
+    assert res.stdout.strip().endswith("mine")
+    assert "the other agent's work" in box(a, kind="none").run(probe, cwd=a).stdout
+
+
+def test_host_environment_does_not_leak(agents: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    a, _ = agents
+    monkeypatch.setenv("MASGRID_TEST_SECRET", "s3cr3t")
+    res = box(a).run("env", cwd=a, env={"EXTRA": "given"})
+    assert "s3cr3t" not in res.stdout and "EXTRA=given" in res.stdout
+
+
+def test_no_network_even_to_the_host_loopback(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    accepted: list[bool] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(True)
+            conn.sendall(b"hello\n")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    probe = f"exec 3<>/dev/tcp/127.0.0.1/{port} && head -1 <&3"
+    try:
+        res = box(a, timeout_s=10).run(probe, cwd=a)
+        assert res.exit_code != 0 and "hello" not in res.stdout and not accepted
+        control = box(a, kind="none", timeout_s=10).run(probe, cwd=a)
+        assert control.exit_code == 0 and "hello" in control.stdout and accepted
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        server.close()
+
+
+def test_time_limit_kills_everything_the_command_started(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    # a detached grandchild (own session) would write late.txt after the limit
+    cmd = "setsid bash -c 'sleep 1.5; echo late > late.txt' & sleep 30"
+    res = box(a).run(cmd, cwd=a, timeout_s=0.5)
+    assert res.timed_out and res.killed == "timeout" and res.exit_code is None
+    assert res.wall_s < 5
+    time.sleep(2.0)
+    assert not (a / "late.txt").exists()
+
+
+def _processes_with(marker: str) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    count += 1
+            except OSError:
+                pass
+    return count
+
+
+def test_fork_bomb_is_bounded_and_leaves_nothing_behind(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    fn = f"bomb_{uuid.uuid4().hex[:8]}"
+    cmd = f"{fn}() {{ {fn} | {fn} & }}; {fn}; sleep 2; echo survived"
+    start = time.monotonic()
+    res = box(a, max_procs=64, timeout_s=4).run(cmd, cwd=a)
+    assert time.monotonic() - start < 15
+    assert "Resource temporarily unavailable" in res.stderr, "the process limit was never reached"
+    time.sleep(0.2)
+    assert _processes_with(fn) == 0
+
+
+def test_huge_output_is_cut_off_fast_without_being_held(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    s = box(a, output_cap_bytes=10_000, output_kill_bytes=8 << 20, timeout_s=30)
+    res = s.run("head -c 1000000000 /dev/zero | tr '\\0' a", cwd=a)
+    assert res.killed == "output" and res.truncated and not res.timed_out
+    assert len(res.stdout) < 10_200 and res.stdout.startswith("a" * 7_000)
+    assert 8 << 20 < res.stdout_bytes < 1_000_000_000
+    assert res.wall_s < 10
+
+
+def test_truncated_output_keeps_exact_head_and_tail(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    n = 200_000
+    full = "".join(f"{i}\n" for i in range(1, n + 1))
+    res = box(a, output_cap_bytes=4_000).run(f"seq 1 {n}", cwd=a)
+    assert res.exit_code == 0 and res.truncated and res.killed is None
+    assert res.stdout_bytes == len(full)
+    dropped = len(full) - 3_000 - 1_000
+    assert res.stdout == full[:3_000] + f"\n[... {dropped} bytes of output omitted ...]\n" + full[-1_000:]
+
+
+def test_capture_matches_slicing_on_random_streams() -> None:
+    rng = random.Random(16)
+    for _ in range(300):
+        cap = rng.randint(1, 400)
+        data = bytes(rng.randrange(97, 123) for _ in range(rng.randint(0, 1500)))
+        cut = sorted(rng.sample(range(len(data) + 1), k=min(len(data) + 1, rng.randint(0, 8))))
+        cap_obj = _Capture(cap)
+        for lo, hi in zip([0, *cut], [*cut, len(data)]):
+            cap_obj.add(data[lo:hi])
+            assert len(cap_obj.tail) <= 2 * (cap // 4) + 1500  # bounded by cap plus one chunk
+        head_n, tail_n = cap - cap // 4, cap // 4
+        assert cap_obj.total == len(data)
+        if len(data) <= head_n + tail_n:
+            assert not cap_obj.truncated and cap_obj.text() == data.decode()
+        else:
+            dropped = len(data) - head_n - tail_n
+            want = data[:head_n].decode() + f"\n[... {dropped} bytes of output omitted ...]\n"
+            want += data[len(data) - tail_n:].decode() if tail_n else ""
+            assert cap_obj.truncated and cap_obj.text() == want
+
+
+def test_memory_limit_stops_a_hungry_process(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    cmd = "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"
+    res = box(a, memory_mb=128, timeout_s=30).run(cmd, cwd=a)
+    assert "400000000" not in res.stdout and res.wall_s < 30
+
+
+def test_opt_out_is_explicit_and_limits_are_reported(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    assert box(a, kind="none").enforcement["isolation"] == "none (opt-out)"
+    sb = box(a)
+    assert sb.enforcement["isolation"] == "bubblewrap"
+    if os.geteuid() == 0:
+        assert sb.enforcement["processes"] in {"pids cgroup", "not enforced (root without a writable pids cgroup)"}
+
+
+def test_bad_setup_gives_one_line_errors(agents: tuple[Path, Path], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = agents
+    with pytest.raises(SandboxError, match="must be absolute"):
+        Sandbox(SandboxSettings(), writable=[Path("relative")])
+    with pytest.raises(SandboxError, match="does not exist"):
+        Sandbox(SandboxSettings(), writable=[tmp_path / "missing"])
+    with pytest.raises(SandboxError, match="not inside"):
+        box(a).run("true", cwd=b)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert sandbox_problem() == INSTALL_HINT
+    with pytest.raises(SandboxError) as err:
+        Sandbox(SandboxSettings(), writable=[a])
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "none"])
+def test_exit_codes_pass_through_and_background_leftovers_do_not_hang(agents: tuple[Path, Path], kind: str) -> None:
+    a, _ = agents
+    assert box(a, kind=kind).run("echo out; echo err >&2; exit 3", cwd=a).model_dump(
+        include={"exit_code", "stdout", "stderr", "timed_out"}) == {
+        "exit_code": 3, "stdout": "out\n", "stderr": "err\n", "timed_out": False}
+    res = box(a, kind=kind, timeout_s=20).run("sleep 30 & echo started", cwd=a)
+    assert res.exit_code == 0 and not res.timed_out and res.wall_s < 5
+    assert box(a, kind=kind).run(["printf", "%s|", "a b", "$HOME"], cwd=a).stdout == "a b|$HOME|"
