@@ -187,7 +187,8 @@ class _Phase:
             loop.done = True
             loop.status = str(args.get("status") or "done")
             loop.summary = str(args.get("summary") or "")
-            return True, "Finished.", [_row("finish", verb=loop.status, text=loop.summary)]
+            kind = "plan" if self.ctx.phase == 1 else "finish"
+            return True, "Finished.", [_row(kind, verb=loop.status, text=loop.summary)]
         result = await self.session.call(loop.agent, name, args)
         return bool(result.ok), str(result.text), []
 

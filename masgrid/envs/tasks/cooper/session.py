@@ -1,4 +1,4 @@
-"""One run's workspaces: a git worktree per agent at the base commit, its sandboxed tools.
+"""One run's workspaces: a checkout per agent (workspace.make_worktree) at the base commit, its sandboxed tools.
 
 Made when the planning phase starts and kept through execution (planning only reads);
 each agent's patch is its worktree's diff against the base, test files excluded
@@ -47,9 +47,9 @@ class CooperSession:
     def __init__(self, instance: Instance) -> None:
         from masgrid.envs.tasks.cooper.layout import load_task
         from masgrid.envs.tasks.cooper.repos import clone_path
-        from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxSettings
+        from masgrid.envs.tasks.cooper.sandbox import SandboxSettings
         from masgrid.envs.tasks.cooper.tools import ToolBox
-        from masgrid.envs.tasks.cooper.workspace import make_worktree
+        from masgrid.envs.tasks.cooper.workspace import agent_sandbox, make_worktree
 
         p = instance.params
         self.params = p
@@ -64,10 +64,9 @@ class CooperSession:
         self.boxes: list[Any] = []
         try:
             for i in range(self.n_agents):
-                tree = make_worktree(clone, self.base_commit, self.root / f"agent_{i + 1}", f"masgrid-agent-{i + 1}-{self.root.name}")
+                tree = make_worktree(clone, self.base_commit, self.root / f"agent_{i + 1}", f"agent_{i + 1}")
                 self.worktrees.append(tree)
-                sandbox = Sandbox(SandboxSettings(kind=p["sandbox"], timeout_s=float(p["tool_timeout_s"])),
-                                  writable=[tree])
+                sandbox = agent_sandbox(SandboxSettings(kind=p["sandbox"], timeout_s=float(p["tool_timeout_s"])), tree)
                 self.boxes.append(ToolBox(tree, sandbox))
         except BaseException:
             self.close()
@@ -88,7 +87,7 @@ class CooperSession:
 
         for tree in self.worktrees:
             try:
-                remove_worktree(self.clone, tree)
+                remove_worktree(tree)
             except Exception:  # noqa: BLE001 - cleanup must not hide the run's outcome
                 pass
         self.worktrees = []

@@ -79,6 +79,9 @@ class CooperTask(Task):
         if agents != options.n_agents():
             raise ValueError(f"agents: cooper.setting={options.setting} with {len(options.features)} feature(s) "
                              f"runs {options.n_agents()} agent(s), not {agents}")
+        if options.resolver == "llm":
+            raise ValueError("cooper.resolver: the LLM merge resolver (appendix C) is not wired into runs yet; "
+                             "use cooper.resolver=none (naive and union merges; the stage reached is recorded)")
         self._data(options)  # a missing dataset, task or feature is one line now
 
     # -- data ------------------------------------------------------------------------------------
