@@ -147,6 +147,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "agents_capped": (pa.int64(), "CooperBench: agents stopped by the action cap before calling finish"),
     "agents_without_patch": (pa.int64(), "CooperBench: agents that left no execution record (evaluated as an empty patch)"),
     "eval_wall_s": (pa.float64(), "CooperBench: wall time of merge and tests"),
+    "eval_notes": (pa.string(), "CooperBench: what the evaluator noted (test files dropped from a patch, a patch "
+                   "that did not apply, no conflict-free tree), '; '-joined; null when nothing"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [

@@ -25,11 +25,12 @@ def patch_lines(patch: str) -> int:
                (line.startswith("-") and not line.startswith("---")))
 
 
-def evaluation_sandbox(params: dict[str, Any], writable: list[Path]):  # -> Sandbox
+def evaluation_sandbox(params: dict[str, Any]):  # -> Sandbox
+    """The settings every test command runs under (the evaluator mounts each merged tree itself)."""
     from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxSettings
 
     return Sandbox(SandboxSettings(kind=params["sandbox"], timeout_s=float(params.get("test_timeout_s", 600.0))),
-                   writable=writable)
+                   writable=[])
 
 
 def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
@@ -41,14 +42,12 @@ def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
     records = [a if isinstance(a, dict) else {} for a in answers]
     patches = [str(r.get("patch") or "") for r in records]
     owned: list[list[int]] = [list(e) for e in instance.expected]
-    if p["setting"] == "solo":
-        by_feature = {f: patches[0] for f in owned[0]}
-    else:
-        by_feature = {fs[0]: patch for fs, patch in zip(owned, patches)}
+    # coop/nocomm: feature id -> its agent's patch; solo: the one patch, tested against every feature
+    by_feature = {fs[0]: patch for fs, patch in zip(owned, patches)}
     cache = Path(p["cache_dir"])
     cache.mkdir(parents=True, exist_ok=True)
-    result = evaluate_patches(data, by_feature, Path(p["repos_dir"]),
-                              sandbox=evaluation_sandbox(p, [cache]), cache_dir=cache, resolver=None)
+    result = evaluate_patches(data, by_feature, Path(p["repos_dir"]), sandbox=evaluation_sandbox(p), cache_dir=cache,
+                              resolver=None, features=[int(f) for f in p["features"]])
     passed = {int(k): bool(v) for k, v in result.feature_pass.items()}
     correct = [all(passed.get(f, False) for f in fs) for fs in owned]
     partial = [sum(passed.get(f, False) for f in fs) / len(fs) for fs in owned]
@@ -66,5 +65,6 @@ def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
         "agents_capped": sum(bool(r.get("capped")) for r in records),
         "agents_without_patch": sum(not r for r in records),
         "eval_wall_s": result.wall_s,
+        "eval_notes": "; ".join(result.notes) or None,
     }
     return Score(success=bool(result.success), correct=correct, partial=partial, metrics=metrics)
