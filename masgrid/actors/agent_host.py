@@ -14,9 +14,11 @@ from pydantic import BaseModel
 
 from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
+from masgrid.actors.backends.tool_calls import assistant_turn
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter
+from masgrid.envs.tool_calls import tool_specs
 
 
 class AgentSetup(BaseModel):
@@ -52,6 +54,7 @@ class AgentHost:
         # how to count usage (the CPU stand-in counts like the scripted backend).
         self._shared: dict[str, Any] = {"token_counter": spec.token_counter, "clients": self.clients}
         self.validators: dict[int, Any] = {}
+        self._acting: dict[int, asyncio.Lock] = {}
         self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
         heap.settle()
 
@@ -66,6 +69,7 @@ class AgentHost:
                             self.spec.seed * 100_003 + i, self._shared)
             for i, s in setups.items()
         }
+        self._acting = {i: asyncio.Lock() for i in setups}
         protocol = PROTOCOLS.get(self.spec.protocol)
         self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()} if protocol else {}
 
@@ -85,6 +89,27 @@ class AgentHost:
             self.histories[i].append({"role": "assistant", "content": completion.text or ""})
         return dict(zip(ids, results))
 
+    async def act(self, agent: int, new_messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+        """One step of an agent's own tool loop (the asynchronous schedule): append the new
+        messages (OpenAI format: user messages, `tool` results with their `tool_call_id`),
+        call the model with `tools` offered, append its turn with the calls it made.
+
+        Agents act concurrently; one agent's steps are serialised, so its history stays in
+        order if a scheduler overlaps them. Tools that are not OpenAI function tools raise
+        one line (a scheduler bug), before anything is appended."""
+        tool_specs(tools)
+        if agent not in self._acting:
+            raise KeyError(f"agent {agent} is not hosted here in this phase (start_phase first)")
+        for k, message in enumerate(new_messages):
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise ValueError(f"new_messages[{k}] is not a chat message (a dict with a string 'role')")
+        async with self._acting[agent]:
+            history = self.histories[agent]
+            history.extend(new_messages)
+            completion = await self._complete(agent, tools)
+            history.append(assistant_turn(completion))
+        return completion
+
     async def _validated(self, i: int, expect: str | None) -> Completion:
         first = await self._complete(i)
         check = self.validators.get(i) if expect is not None else None
@@ -101,11 +126,13 @@ class AgentHost:
             "validation": "failed" if again else "retried", "invalid_reason": again,
             "retry_of": first.model_copy(update={"validation": "invalid", "invalid_reason": problem})})
 
-    async def _complete(self, i: int) -> Completion:
+    async def _complete(self, i: int, tools: list[dict[str, Any]] | None = None) -> Completion:
         async with self._limit:
             sent = time.time()
             try:
-                completion = await self.backends[i].complete(list(self.histories[i]))
+                history = list(self.histories[i])
+                backend = self.backends[i]
+                completion = await (backend.complete(history, tools) if tools else backend.complete(history))
             except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round
                 completion = Completion(error=f"{type(exc).__name__}: {exc}")
             completion.started_at = sent
@@ -126,5 +153,5 @@ class AgentHost:
             return
         # Back to the pool: drop the run's state and freeze what stays (the clients, modules
         # the run imported), so the next run's settle() has little left to collect.
-        self.histories, self.backends, self.validators = {}, {}, {}
+        self.histories, self.backends, self.validators, self._acting = {}, {}, {}, {}
         heap.settle()

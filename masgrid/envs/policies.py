@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from masgrid.envs.tasks.base import AgentView
+from masgrid.envs.tool_calls import ToolReply
 
 DATA_TAG = "DATA"
 _BROADCAST_LINE = re.compile(rf"^(?:broadcast from|from) Agent-(\d+): {DATA_TAG} (.*)$")
@@ -40,8 +41,9 @@ class ScriptedPolicy(ABC):
         self.seed = seed
 
     @abstractmethod
-    def act(self, observations: list[str]) -> str:
-        """Next reply given the harness messages received since the previous reply."""
+    def act(self, observations: list[str]) -> str | ToolReply:
+        """Next reply given the harness messages (and tool results) received since the
+        previous reply; a policy offered tools may answer with a `ToolReply`."""
 
 
 class AllGather:

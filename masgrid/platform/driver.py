@@ -184,7 +184,7 @@ class RunLog:
             if c.final and st.stopped is None:
                 st.stopped = f"phase {phase} round {round_no}: {c.error}"
             self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, role="assistant",
-                        text=c.text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+                        text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                         http_status=c.http_status, tokens_in=c.tokens_in,
                         tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
                         latency_s=c.latency_s, attempts=c.attempts, call_started=_when(c.started_at),
@@ -229,7 +229,7 @@ class RunLog:
             if c.final and st.stopped is None:
                 st.stopped = f"phase {phase} step {step}: {c.error}"
             self._event(phase=phase, round=step, agent=agent, kind="model_call", verb=None, role="assistant",
-                        text=c.text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+                        text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                         http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                         usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
                         call_started=_when(c.started_at), messages_sent=0, t=started)

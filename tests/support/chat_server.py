@@ -1,7 +1,8 @@
 """A real OpenAI-compatible chat-completions server on loopback, scripted per request.
 
-`script(request) -> Reply` decides each answer: text (with usage), an HTTP error status,
-or a hang longer than the client's timeout. GET /v1/models lists the served names given
+`script(request) -> Reply` decides each answer: text (with usage), tool calls (OpenAI
+`message.tool_calls`, built with `tool_call`), an HTTP error status, or a hang longer than
+the client's timeout. GET /v1/models lists the served names given
 (`models`), as vLLM does. Used to test how masgrid survives bad models.
 """
 
@@ -27,6 +28,15 @@ class Reply:
     headers: dict[str, str] | None = None
     #: send the body one byte per `trickle_s` seconds (a server that never quite stalls)
     trickle_s: float = 0.0
+    #: `message.tool_calls` entries (see `tool_call`); the content is then `text` or null
+    tool_calls: list | None = None
+
+
+def tool_call(name: str, arguments: str | dict, id: str | None = None) -> dict:
+    """One OpenAI tool-call entry; `arguments` as the server sends it (a JSON string, or
+    anything else to test how a client copes)."""
+    entry = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    return entry if id is None else {"id": id, **entry}
 
 
 def words(text: str) -> int:
@@ -71,15 +81,19 @@ class ChatServer:
                                reply.headers)
                     return
                 prompt = sum(words(m.get("content") or "") for m in body.get("messages", []))
+                message = {"role": "assistant", "content": reply.text}
+                if reply.tool_calls is not None:
+                    message = {"role": "assistant", "content": reply.text or None, "tool_calls": reply.tool_calls}
+                out = words(reply.text) + sum(words(json.dumps(c)) for c in reply.tool_calls or [])
                 payload = {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply.text}}],
+                    "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                 "message": message}],
                 }
                 if reply.usage:
-                    payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": words(reply.text),
-                                        "total_tokens": prompt + words(reply.text)}
+                    payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": out,
+                                        "total_tokens": prompt + out}
                 self._send(200, payload, trickle_s=reply.trickle_s)
 
             def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None,

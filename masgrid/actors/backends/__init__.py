@@ -57,7 +57,12 @@ def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view
         factory = _FACTORIES[kind]
     except KeyError:
         raise ValueError(f"unknown backend {kind!r}; choose one of {list(BACKENDS)}") from None
-    return factory(settings, count, view, protocol, seed, shared if shared is not None else {})
+    backend = factory(settings, count, view, protocol, seed, shared if shared is not None else {})
+    if settings.tool_mode == "fenced" and kind != "scripted":  # a policy makes its calls directly
+        from masgrid.actors.backends.tool_calls import FencedTools
+
+        backend = FencedTools(backend)
+    return backend
 
 
 __all__ = ["BACKENDS", "BackendSettings", "ClientCache", "host_clients", "ChatBackend", "Completion", "Message", "make_backend", "register_backend"]

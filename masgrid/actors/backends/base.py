@@ -7,20 +7,27 @@ call carries `error` and the harness answers it with the model-error reply (F.3)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from masgrid.actors.backends.sampling import PaperSampling
 from masgrid.envs.tokens import check_spec
+from masgrid.envs.tool_calls import ToolCall, has_blocks, with_calls
 
-Message = dict[str, str]
+#: an OpenAI chat message: {"role", "content"}; an assistant turn may carry `tool_calls`
+#: (OpenAI format), a `tool` message answers one call through its `tool_call_id`
+Message = dict[str, Any]
 
 
 class Completion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
+    #: the tools the reply asked to run (None: it called none); a call the harness cannot run
+    #: carries its `error` (backends/tool_calls.py). With model.tool_mode=fenced, `text` is
+    #: the whole reply, the ```tool blocks included
+    tool_calls: list[ToolCall] | None = None
     #: "<error_class>: <message>" of a call that failed after its retries (backends/errors.py)
     error: str | None = None
     error_class: str | None = None
@@ -46,6 +53,15 @@ class Completion(BaseModel):
     invalid_reason: str | None = None
     #: the first, invalid completion when this one is its retry
     retry_of: Completion | None = None
+
+    @property
+    def recorded_text(self) -> str | None:
+        """The reply as the events record it: the text, then each tool call as a ```tool block
+        with its name and arguments as the model wrote them (a fenced reply already holds
+        its blocks). None for a failed call."""
+        if not self.tool_calls or (self.text and has_blocks(self.text)):
+            return self.text
+        return with_calls(self.text, self.tool_calls)
 
 
 class TokenPrice(BaseModel):
@@ -94,6 +110,11 @@ class BackendSettings(BaseModel):
     price: TokenPrice | None = Field(None, description="list price per million tokens, for cost estimates only; "
                                                        "unset: reports say the cost is unknown")
 
+    tool_mode: Literal["native", "fenced"] = Field(
+        "native", description="how tools reach the model: `native` sends them as the request's `tools` and reads "
+        "the reply's `tool_calls` (the server must parse tool calls, e.g. vLLM with a tool-call parser); "
+        "`fenced` describes them in the system prompt and reads ```tool blocks from the reply text, for servers "
+        "without tool parsing (backends/tool_calls.py). The scripted backend ignores it")
     paper_sampling: PaperSampling | None = Field(
         None, description="what a paper's runs of this model used for sampling (backends/sampling.py, "
         "docs/models.md); recorded, never sent")
@@ -110,7 +131,8 @@ class BackendSettings(BaseModel):
 
 class ChatBackend(ABC):
     @abstractmethod
-    async def complete(self, messages: list[Message]) -> Completion: ...
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        """One reply to `messages`; `tools` (OpenAI function tools) are offered to the model."""
 
     async def close(self) -> None:
         return None

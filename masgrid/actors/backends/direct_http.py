@@ -37,15 +37,15 @@ class DirectChatBackend(ChatBackend):
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
         self.headers = {"Authorization": f"Bearer {api_key(settings)}"}
 
-    async def complete(self, messages: list[Message]) -> Completion:
-        payload = request_body(self.settings, messages)  # the same body as the SDK path
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        payload = request_body(self.settings, messages, tools)  # the same body as the SDK path
 
         async def attempt(attempts: int, start: float) -> Completion:
             async with self.client.post(self.url, json=payload, headers=self.headers) as response:
                 raw = await response.read()
                 if response.status == 200:
                     return completion_from_reply(_decode(raw), messages, self.count, time.perf_counter() - start,
-                                                 attempts)
+                                                 attempts, tools)
                 raise AttemptFailed(http_failure(response.status, raw[:4096]), response.headers.get("Retry-After"))
 
         return await with_retries(self.settings, attempt, failed_call)

@@ -23,12 +23,15 @@ from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completio
 from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid.actors.backends.retry import AttemptFailed, with_retries
+from masgrid.actors.backends.tool_calls import MalformedToolCalls, prompt_tokens, read_tool_calls, turn_of
 from masgrid.envs.text import clean_text
 from masgrid.envs.tokens import TokenCounter
+from masgrid.envs.tool_calls import tool_names, with_calls
 
 
 class ReplyMessage(BaseModel):
     content: str | None = None
+    tool_calls: Any = None  # read leniently, call by call (backends/tool_calls.py)
 
 
 class ReplyChoice(BaseModel):
@@ -60,8 +63,9 @@ class ChatReply(BaseModel):
 
 
 def completion_from_reply(data: Any, messages: list[Message], count: TokenCounter, latency_s: float,
-                          attempts: int) -> Completion:
-    """A response body as a Completion; a body that is not a chat completion is a recorded error."""
+                          attempts: int, tools: list[dict[str, Any]] | None = None) -> Completion:
+    """A response body as a Completion; a body that is not a chat completion is a recorded error.
+    A reply calling tools may have null content (its text is then "")."""
     try:
         reply = ChatReply.model_validate(data)
     except ValidationError as exc:
@@ -71,17 +75,24 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
     if not reply.choices:
         return failed_call(malformed("the response had no choices"), latency_s, attempts)
     choice = reply.choices[0]
-    if choice.message.content is None:
+    try:
+        calls = read_tool_calls(choice.message.tool_calls, tool_names(tools), turn_of(messages))
+    except MalformedToolCalls as exc:
+        return failed_call(malformed(str(exc)), latency_s, attempts)
+    if choice.message.content is None and not calls:
         return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
                                      f"{choice.finish_reason})"), latency_s, attempts)
-    text = clean_text(choice.message.content)  # lone surrogates would poison the next request
+    text = clean_text(choice.message.content or "")  # lone surrogates would poison the next request
+    if calls:
+        calls = [c.model_copy(update={"name": clean_text(c.name), "raw_arguments": clean_text(c.raw_arguments)})
+                 for c in calls]
     usage, source = _usage(reply.usage)
     if usage is not None:
         tin, tout = usage.prompt_tokens, usage.completion_tokens
     else:
-        tin, tout = sum(count(m["content"]) for m in messages), count(text)
-    return Completion(text=text, tokens_in=tin, tokens_out=tout, usage_source=source, latency_s=latency_s,
-                      attempts=attempts, finish_reason=choice.finish_reason)
+        tin, tout = prompt_tokens(messages, tools, count), count(with_calls(text, calls) or "")
+    return Completion(text=text, tool_calls=calls, tokens_in=tin, tokens_out=tout, usage_source=source,
+                      latency_s=latency_s, attempts=attempts, finish_reason=choice.finish_reason)
 
 
 def _usage(raw: Any) -> tuple[ReplyUsage | None, str]:
@@ -106,8 +117,13 @@ def api_key(settings: BackendSettings) -> str:
     return os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
 
 
-def request_body(settings: BackendSettings, messages: list[Message]) -> dict[str, Any]:
+def request_body(settings: BackendSettings, messages: list[Message],
+                 tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The chat-completions body; `tools` only when some are offered (an empty list is
+    refused by some servers)."""
     body: dict[str, Any] = {"model": settings.request_model, "messages": messages}
+    if tools:
+        body["tools"] = tools
     for key in ("temperature", "top_p", "max_tokens", "seed"):
         if getattr(settings, key) is not None:
             body[key] = getattr(settings, key)
@@ -123,8 +139,8 @@ class OpenAIChatBackend(ChatBackend):
         self.count = count
         self.client = client
 
-    async def complete(self, messages: list[Message]) -> Completion:
-        body = request_body(self.settings, messages)
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        body = request_body(self.settings, messages, tools)
 
         async def attempt(attempts: int, start: float) -> Completion:
             try:
@@ -132,7 +148,7 @@ class OpenAIChatBackend(ChatBackend):
                 data = await raw.parse()
             except openai.APIStatusError as exc:
                 raise AttemptFailed(classify_exception(exc), exc.response.headers.get("retry-after")) from exc
-            return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
+            return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts, tools)
 
         return await with_retries(self.settings, attempt, failed_call)
 

@@ -45,9 +45,11 @@ class HandleChatBackend(ChatBackend):
         self.count = count
         self.tag = tag
 
-    def _request(self, messages: list[Message]) -> Any:
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> Any:
         s = self.settings
         body: dict[str, Any] = {"model": s.request_model, "messages": messages, **s.extra_body}
+        if tools:
+            body["tools"] = tools
         for key in ("temperature", "top_p", "max_tokens", "seed"):
             if getattr(s, key) is not None:
                 body[key] = getattr(s, key)
@@ -58,16 +60,16 @@ class HandleChatBackend(ChatBackend):
 
         return ChatCompletionRequest(**body)
 
-    async def _attempt(self, messages: list[Message]) -> dict[str, Any]:
+    async def _attempt(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         if self.spec.kind == "standin":
-            response = self.handle.chat.remote(self._request(messages))
+            response = self.handle.chat.remote(self._request(messages, tools))
             try:
                 return await asyncio.wait_for(_await(response), self.settings.timeout_s)
             except asyncio.TimeoutError:
                 response.cancel()
                 raise
         # LLMServer.chat is a generator: the non-streaming answer is its first item.
-        stream = self.handle.options(stream=True).chat.remote(self._request(messages))
+        stream = self.handle.options(stream=True).chat.remote(self._request(messages, tools))
         try:
             item = await asyncio.wait_for(stream.__anext__(), self.settings.timeout_s)
         except asyncio.TimeoutError:
@@ -82,14 +84,14 @@ class HandleChatBackend(ChatBackend):
             raise Refused(failure)
         return data
 
-    async def complete(self, messages: list[Message]) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
         attempts = 0
         last = CallFailure(error_class="backend_error", message="no attempt was made")
         for attempt in range(self.settings.max_retries + 1):
             attempts = attempt + 1
             try:
-                data = await self._attempt(messages)
+                data = await self._attempt(messages, tools)
             except Refused as exc:
                 last = exc.failure
                 if last.final:
@@ -97,7 +99,8 @@ class HandleChatBackend(ChatBackend):
             except Exception as exc:  # noqa: BLE001 - replica death, router errors: retry, then record
                 last = classify_exception(exc)
             else:
-                return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts)
+                return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts,
+                                             tools)
             if attempt < self.settings.max_retries:
                 await asyncio.sleep(BACKOFF_S * 2 ** attempt)
         return failed_call(last, time.perf_counter() - start, attempts)

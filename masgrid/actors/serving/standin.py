@@ -11,6 +11,10 @@ the same answer, and `backend=serve` reproduces `backend=scripted` exactly.
 
 Usage is counted with the run's token counter over the same texts the scripted backend
 counts (every message of the prompt; the reply), and returned in the `usage` fields.
+
+A policy that calls tools (its reply is a `ToolReply`) is answered as a server would: in
+`message.tool_calls` when the request offered `tools`, else as ```tool blocks in the text
+(`model.tool_mode=fenced` strips the tools from the request and reads the blocks).
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from masgrid.actors.backends.scripted import OBSERVED_ROLES, policy_calls
+from masgrid.actors.backends.tool_calls import prompt_tokens, turn_of
 from masgrid.actors.serving.spec import StandinSpec
 from masgrid.envs.tasks import AgentView, get_task
 from masgrid.envs.tokens import get_counter
+from masgrid.envs.tool_calls import ToolCall, ToolReply, with_calls
 
 AGENT_FIELD = "masgrid_agent"
 STANDIN_MODEL = "masgrid-standin"
@@ -59,13 +66,13 @@ class StandinError(ValueError):
     """A request the stand-in cannot answer (HTTP 400)."""
 
 
-def replay_reply(messages: list[dict[str, Any]], tag: AgentTag) -> str:
+def replay_reply(messages: list[dict[str, Any]], tag: AgentTag) -> str | ToolReply:
     """The policy's next reply: rebuild it, feed it its past observations turn by turn."""
     policy = get_task(tag.view.task).scripted_policy(tag.view, tag.protocol, tag.seed)
     observations: list[str] = []
     for msg in messages:
         role = msg.get("role")
-        if role == "user":
+        if role in OBSERVED_ROLES:
             observations.append(str(msg.get("content") or ""))
         elif role == "assistant":
             policy.act(observations)
@@ -95,10 +102,14 @@ class StandinCore:
         self.calls += 1
         messages = request.messages
         await self._maybe_hang(messages, tag)
-        text = replay_reply(messages, tag)
-        count = get_counter(tag.token_counter)
-        prompt = sum(count(str(m.get("content") or "")) for m in messages)
-        completion = count(text)
+        tools = body.get("tools") or None
+        reply = replay_reply(messages, tag)
+        text, calls = ((reply.text, policy_calls(reply, tools, turn_of(messages))) if isinstance(reply, ToolReply)
+                       else (reply, None))
+        message = _tool_message(text, calls, native=tools is not None)
+        count = get_counter(tag.token_counter)  # counted as the scripted backend counts
+        prompt = prompt_tokens(messages, tools, count)
+        completion = count(with_calls(text, calls) or "")
         if self.spec.per_token_latency_s:
             await asyncio.sleep(completion * self.spec.per_token_latency_s)
         return {
@@ -106,7 +117,7 @@ class StandinCore:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop",
                          "logprobs": None}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
@@ -123,6 +134,17 @@ class StandinCore:
         if self._hangs[key] < spec.hang_attempts:
             self._hangs[key] += 1
             await asyncio.sleep(spec.hang_s)
+
+
+def _tool_message(text: str, calls: list[ToolCall] | None, native: bool) -> dict[str, Any]:
+    """A policy's tool calls as a server answers: in `tool_calls` when the request offered
+    tools (native mode), else written into the text as ```tool blocks (what a model asked
+    in fenced mode writes)."""
+    if not native or not calls:
+        return {"role": "assistant", "content": with_calls(text, calls) or ""}
+    return {"role": "assistant", "content": text or None,
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                           for c in calls]}
 
 
 def build_app(core: StandinCore) -> FastAPI:
