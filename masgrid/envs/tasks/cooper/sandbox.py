@@ -279,10 +279,11 @@ class Sandbox:
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         if self.settings.network:
             argv.append("--share-net")
-        for path in self.readable:
-            argv += ["--ro-bind", str(path), str(path)]
-        for path in self.writable:
-            argv += ["--bind", str(path), str(path)]
+        # shallower mounts first, so a read-only path inside a writable one (a worktree's .git)
+        # stays read-only, and a writable path inside a readable one stays writable
+        mounts = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
+        for path, flag in sorted(mounts, key=lambda m: len(m[0].parts)):
+            argv += [flag, str(path), str(path)]
         argv += ["--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
