@@ -181,6 +181,10 @@ class _Phase:
                 return False, self.task.harness_text("no_messaging"), []
             return False, f"unknown tool {name!r}; the tools are: {', '.join(sorted(self.offered))}", []
         args = args or {}
+        if name in (SEND, FINISH):
+            problem = self.task.check_arguments(name, args)
+            if problem is not None:
+                return False, problem, []
         if name == SEND:
             return self._send(loop, args)
         if name == FINISH:

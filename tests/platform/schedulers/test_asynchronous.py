@@ -118,6 +118,10 @@ class AsyncEcho(Task):
         return f"<{key}> " + " ".join(f"{k}={v}" for k, v in sorted(values.items()))
 
     @staticmethod
+    def check_arguments(name: str, arguments: dict[str, Any]) -> str | None:
+        return None
+
+    @staticmethod
     def agent_name(agent: int) -> str:
         return f"agent_{agent + 1}"
 

@@ -137,7 +137,7 @@ class GoldPatchPolicy(ScriptedPolicy):
         calls: list[dict[str, Any]] = []
         if self.talks:
             calls.append({"name": "send_message", "arguments": {"to": "all", "content": plan}})
-        return calls + [{"name": "finish", "arguments": {"status": "plan", "summary": plan}}]
+        return calls + [{"name": "finish", "arguments": {"status": "done", "summary": plan}}]
 
     def _execute_script(self) -> list[dict[str, Any]]:
         calls: list[dict[str, Any]] = []
@@ -146,7 +146,7 @@ class GoldPatchPolicy(ScriptedPolicy):
                 calls.append({"name": "view", "arguments": {"path": f.path}})
         for f in self.files:
             if f.status == "added":
-                calls.append({"name": "create_file", "arguments": {"path": f.path, "file_text": "".join(
+                calls.append({"name": "create_file", "arguments": {"path": f.path, "content": "".join(
                     h.new_text for h in f.hunks)}})
             elif f.status == "deleted":
                 calls.append({"name": "bash", "arguments": {"command": f"rm -- {json.dumps(f.path)}"}})

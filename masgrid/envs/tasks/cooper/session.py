@@ -48,7 +48,7 @@ class CooperSession:
         from masgrid.envs.tasks.cooper.layout import load_task
         from masgrid.envs.tasks.cooper.repos import clone_path
         from masgrid.envs.tasks.cooper.sandbox import SandboxSettings
-        from masgrid.envs.tasks.cooper.tools import ToolBox
+        from masgrid.envs.tasks.cooper.tools import ToolBox, ToolLimits
         from masgrid.envs.tasks.cooper.workspace import agent_sandbox, make_worktree
 
         p = instance.params
@@ -67,7 +67,7 @@ class CooperSession:
                 tree = make_worktree(clone, self.base_commit, self.root / f"agent_{i + 1}", f"agent_{i + 1}")
                 self.worktrees.append(tree)
                 sandbox = agent_sandbox(SandboxSettings(kind=p["sandbox"], timeout_s=float(p["tool_timeout_s"])), tree)
-                self.boxes.append(ToolBox(tree, sandbox))
+                self.boxes.append(ToolBox(tree, sandbox, ToolLimits(bash_timeout_s=float(p["tool_timeout_s"]))))
         except BaseException:
             self.close()
             raise

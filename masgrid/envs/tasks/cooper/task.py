@@ -150,6 +150,14 @@ class CooperTask(Task):
         return {"actions": int(p["max_actions"]), "messages": None}  # type: ignore[dict-item]
 
     @staticmethod
+    def check_arguments(name: str, arguments: dict[str, Any]) -> str | None:
+        """send_message and finish arguments against their specs: None, or the one-line error the agent reads."""
+        from masgrid.envs.tasks.cooper.tools import parse_arguments
+
+        parsed = parse_arguments(name, arguments)
+        return parsed if isinstance(parsed, str) else None
+
+    @staticmethod
     def harness_text(key: str, **values: Any) -> str:
         return prompts.render(key, **values)
 
