@@ -168,8 +168,8 @@ class _Phase:
                              text=json.dumps(args, sort_keys=True) if args is not None else call.raw_arguments))
             ok, text, extra = await self._execute(loop, call.name, args, call.error)
             loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            rows.extend(extra)  # the message or finish happened before its result was written
             rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool"))
-            rows.extend(extra)
         return rows
 
     async def _execute(self, loop: Loop, name: str, args: dict[str, Any] | None,
