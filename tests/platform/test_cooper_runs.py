@@ -126,3 +126,10 @@ def test_bad_configs_are_one_line(pool, tmp_path: Path) -> None:
         RunConfig.from_mapping({"task": "cooper/textkit_task", "protocol": "workspace"})
     with pytest.raises(ConfigError, match="resolver"):
         cfg_of(pool, tmp_path, [1, 2], resolver="llm")
+    with pytest.raises(ConfigError, match="no clone of masgrid/textkit.*fetch"):
+        cfg_of(pool, tmp_path, [1, 2], repos_dir=str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="no task directory"):
+        cfg_of(pool, tmp_path, [1, 2], data_dir=str(tmp_path))
+    # the number of agents follows from the setting, whatever `agents` says
+    assert cfg_of(pool, tmp_path, [1, 2, 3]).agents == 3
+    assert cfg_of(pool, tmp_path, [1, 2, 3], setting="solo").agents == 1

@@ -83,6 +83,8 @@ class CooperTask(Task):
             raise ValueError("cooper.resolver: the LLM merge resolver (appendix C) is not wired into runs yet; "
                              "use cooper.resolver=none (naive and union merges; the stage reached is recorded)")
         self._data(options)  # a missing dataset, task or feature is one line now
+        paths = resolve_paths(options)
+        _require_base(str(paths.repos_dir), str(paths.data_dir), self.pool, self.task_id)
 
     # -- data ------------------------------------------------------------------------------------
     def _data(self, options: CooperOptions):  # -> CooperTaskData
@@ -212,6 +214,16 @@ def _load(data_dir: str, pool: str, task_id: int):  # -> CooperTaskData
     from masgrid.envs.tasks.cooper.layout import load_task
 
     return load_task(Path(data_dir), pool, task_id)
+
+
+@lru_cache(maxsize=64)
+def _require_base(repos_dir: str, data_dir: str, pool: str, task_id: int) -> None:
+    """The source clone and its base commit exist (one line naming what to fetch); checked once per process."""
+    from pathlib import Path
+
+    from masgrid.envs.tasks.cooper.repos import require_base
+
+    require_base(Path(repos_dir), _load(data_dir, pool, task_id))
 
 
 @lru_cache(maxsize=256)
