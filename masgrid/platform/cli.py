@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve."""
+"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve, cooper."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.serving import serve_command
 
         return serve_command(rest)
+    if command == "cooper":
+        from masgrid.platform.cooper_cli import cooper_command
+
+        return cooper_command(rest)
     print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -53,6 +57,7 @@ USAGE = """usage:
   masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
+  masgrid cooper eval|demo-data ...       CooperBench: merge and test patches (e.g. --gold); the synthetic pool
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 

@@ -104,7 +104,7 @@ def merge_branches(repo: Path, branches: Branches, *, union: bool = False,
         _union_attributes(repo, False)
 
 
-_REGION = re.compile(r"^<{7}(?: .*)?\n.*?^>{7}(?: .*)?(?:\n|$)", re.MULTILINE | re.DOTALL)
+_REGION = re.compile(r"^<{7}(?: [^\n]*)?\n.*?^>{7}(?: [^\n]*)?(?:\n|$)", re.MULTILINE | re.DOTALL)
 
 
 def resolve_text(text: str, resolver: Resolver, context: int = CONTEXT_LINES) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from masgrid.envs.tasks.cooper.gitops import git
+from masgrid.envs.tasks.cooper.layout import CooperDataError
 
 POOL = "textkit_task"
 TASK_ID = 1
@@ -172,7 +173,9 @@ def write_synthetic_pool(root: Path) -> SyntheticPool:
     root = Path(root)
     data_dir, repos_dir = root / "data", root / "repos"
     repo = repos_dir / "textkit"
-    repo.mkdir(parents=True, exist_ok=True)
+    if repo.exists() or (data_dir / POOL).exists():
+        raise CooperDataError(f"{repo} or {data_dir / POOL} already exists: write the pool into a fresh directory")
+    repo.mkdir(parents=True)
     subprocess.run(["git", "init", "--quiet", "-b", "main", str(repo)], check=True, capture_output=True)
     _write(repo / "textkit" / "__init__.py", '"""textkit: small text helpers."""\n')
     _write(repo / "textkit" / "core.py", _CORE)

@@ -74,10 +74,13 @@ def env_key(tree: Path) -> str:
 
 
 def project_name(tree: Path) -> str | None:
-    """The distribution name from pyproject.toml or setup.cfg (None when neither says)."""
+    """The distribution name from pyproject.toml ([project] or poetry) or setup.cfg (None when none says)."""
     try:
-        return tomllib.loads((tree / "pyproject.toml").read_text())["project"]["name"]
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        doc = tomllib.loads((tree / "pyproject.toml").read_text())
+        name = doc.get("project", {}).get("name") or doc.get("tool", {}).get("poetry", {}).get("name")
+        if name:
+            return str(name)
+    except (OSError, tomllib.TOMLDecodeError):
         pass
     try:
         for line in (tree / "setup.cfg").read_text().splitlines():
