@@ -52,6 +52,7 @@ class ToolResult(BaseModel):
     text: str
     tool: str
     changed_paths: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="sandbox limits not enforced for this call (bash)")
 
 
 class _Args(BaseModel):
@@ -245,9 +246,11 @@ class ToolBox:
             raise ToolError(f"{raw} is not UTF-8 text; the file tools only handle UTF-8") from None
 
     def _write_text(self, path: Path, text: str, raw: str) -> None:
-        if len(text.encode("utf-8")) > self.limits.max_write_bytes:
-            raise ToolError(f"the new text of {raw} would exceed {self.limits.max_write_bytes} bytes")
-        path.write_text(text, encoding="utf-8")
+        data = text.encode("utf-8")
+        if len(data) > self.limits.max_file_bytes:
+            raise ToolError(f"{raw} would grow to {len(data)} bytes, past the {self.limits.max_file_bytes} "
+                            "the file tools can open; nothing was written")
+        path.write_bytes(data)
 
     def _check_size(self, text: str) -> None:
         if len(text.encode("utf-8")) > self.limits.max_write_bytes:
@@ -378,4 +381,4 @@ class ToolBox:
             first = f"command stopped: it wrote {res.stdout_bytes + res.stderr_bytes} bytes or more of output"
         else:
             first = f"exit code {res.exit_code}"
-        return ToolResult(ok=res.killed is None, tool="bash", text=f"{first}\n{body}".rstrip("\n"))
+        return ToolResult(ok=res.killed is None, tool="bash", text=f"{first}\n{body}".rstrip("\n"), notes=res.notes)

@@ -191,6 +191,9 @@ def test_binary_huge_and_special_files_are_refused(wt: Path) -> None:
         assert not res.ok and why in res.text and "\n" not in res.text, res.text
     too_long = toolbox(wt, max_write_bytes=100).call("create_file", {"path": "long.txt", "content": "y" * 101})
     assert not too_long.ok and "100 bytes" in too_long.text and not (wt / "long.txt").exists()
+    (wt / "near.txt").write_text("z" * 3_990 + "\nend\n")
+    grow = tb.call("str_replace", {"path": "near.txt", "old_str": "end", "new_str": "e" * 50})
+    assert not grow.ok and "past the 4000" in grow.text and (wt / "near.txt").read_text().endswith("\nend\n")
 
 
 def test_bad_arguments_and_scheduler_tools_are_errors(wt: Path) -> None:
@@ -220,6 +223,7 @@ def test_bash_runs_sandboxed_with_limits(wt: Path, tmp_path: Path) -> None:
     res = tb.call("bash", {"command": f"pwd; touch {tmp_path}/escaped; echo err >&2; exit 3"})
     assert res.ok and res.text.startswith("exit code 3\n") and str(wt) in res.text and "[stderr]\nerr" in res.text
     assert not (tmp_path / "escaped").exists()
+    assert res.notes == ([] if "not enforced" not in tb.sandbox.enforcement["processes"] else ["process limit not enforced"])
     long = tb.call("bash", {"command": "seq 1 100000"})
     assert long.ok and len(long.text) < 1_200 and long.text.rstrip().endswith("100000") and "omitted" in long.text
     slow = tb.call("bash", {"command": "sleep 10", "timeout_s": 30})  # asks for more than allowed
