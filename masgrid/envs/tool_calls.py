@@ -118,6 +118,8 @@ def tool_names(tools: list[dict[str, Any]] | None) -> list[str]:
 
 
 def _excerpt(text: str) -> str:
+    """The start of what the model wrote, on one line (errors are one line)."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
     return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT - 3] + "..."
 
 

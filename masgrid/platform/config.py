@@ -180,6 +180,8 @@ class RunConfig(BaseModel):
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
             data[key] = None
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
+        if self.model.tool_mode != "native":  # how tools reach the model; only then, so older run ids stay
+            data["model"]["tool_mode"] = self.model.tool_mode
         data["prompt_hash"] = self._prompt_hash(data)
         return data
 

@@ -49,6 +49,8 @@ def random_arguments(rng: random.Random) -> str:
     if roll < 0.9:
         text = json.dumps({"command": "ls -la", "x": [1, 2]})
         return text[: rng.randint(1, len(text) - 1)]  # cut short: usually not JSON
+    if roll < 0.95:
+        return '{"command": "printf \'a\nb\'"}'  # a raw line break inside a string: not JSON
     return rng.choice(["", "   "])
 
 

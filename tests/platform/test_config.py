@@ -31,6 +31,14 @@ def test_run_id_is_identity_not_placement():
     assert a.run_id == b.run_id == d.run_id != c.run_id
 
 
+def test_tool_mode_is_identity_and_native_keeps_earlier_run_ids():
+    plain = RunConfig.from_mapping({"seed": 1})
+    native = RunConfig.from_mapping({"seed": 1, "model": {"name": "scripted", "tool_mode": "native"}})
+    fenced = RunConfig.from_mapping({"seed": 1, "model": {"name": "scripted", "tool_mode": "fenced"}})
+    assert "tool_mode" not in plain.identity()["model"] and fenced.identity()["model"]["tool_mode"] == "fenced"
+    assert plain.run_id == native.run_id != fenced.run_id
+
+
 def test_cli_rejects_bad_config_before_ray_starts():
     import subprocess
     import sys

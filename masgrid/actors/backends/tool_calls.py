@@ -8,9 +8,10 @@ the system message, sends the history as plain text (assistant calls as ```tool 
 tool results as user messages) and reads the calls from the reply's ```tool blocks.
 
 History entries after a tool-calling turn (`assistant_turn`): the assistant message with
-`tool_calls` as OpenAI sends them. A call whose arguments are not JSON is kept with `{}` as
-its arguments string: vLLM parses the arguments of every past call to render its chat
-template and would refuse the whole conversation (HTTP 400) from then on. The model still
+`tool_calls` as OpenAI sends them. A call whose arguments are not a JSON object is kept with
+`{}` as its arguments string: vLLM parses the arguments of every past call with json.loads
+to render its chat template (an error there fails the whole request, and every later one of
+the conversation), and templates that iterate over the arguments need an object. The model still
 learns what went wrong from the tool result the scheduler sends back (its error), and the
 events keep the arguments as written (`Completion.tool_calls[*].raw_arguments`).
 """
@@ -18,6 +19,7 @@ events keep the arguments as written (`Completion.tool_calls[*].raw_arguments`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Collection
 
 from masgrid.actors.backends.base import ChatBackend, Completion, Message
@@ -102,10 +104,10 @@ def assistant_turn(completion: Completion) -> Message:
 
 
 def _replayable(raw: str) -> str:
-    """Arguments a server can render in a later prompt (see the module docstring)."""
+    """Arguments a server can render in a later prompt: the JSON object as written, else
+    `{}` (see the module docstring)."""
     try:
-        json.loads(raw)
-        return raw
+        return raw if isinstance(json.loads(raw), dict) else "{}"
     except ValueError:
         return "{}"
 
@@ -129,6 +131,21 @@ next message. A reply without any block calls no tool.
 
 The tools you can call:
 """
+
+
+def result_header(call_id: str, name: str) -> str:
+    """The first line of a tool result sent as a user message in fenced mode."""
+    return f"Result of tool call {call_id} ({name}):"
+
+
+_RESULT_HEADER = re.compile(r"\AResult of tool call \S+ \([^)\n]*\):\n")
+
+
+def fenced_result(content: str) -> str | None:
+    """The tool result inside a fenced-mode user message (None: not a tool result). The CPU
+    stand-in hands it to its policy bare, as the scripted backend does."""
+    match = _RESULT_HEADER.match(content)
+    return content[match.end():] if match else None
 
 
 def fenced_instructions(tools: list[dict[str, Any]]) -> str:
@@ -160,8 +177,8 @@ def fenced_messages(messages: list[Message], tools: list[dict[str, Any]] | None)
                         "content": text if has_blocks(text) else with_calls(text, calls)})
         elif role == "tool":
             cid = str(m.get("tool_call_id", ""))
-            out.append({"role": "user", "content": f"Result of tool call {cid} ({names.get(cid, 'unknown tool')}):"
-                                                   f"\n{m.get('content') or ''}"})
+            out.append({"role": "user", "content": f"{result_header(cid, names.get(cid, 'unknown tool'))}\n"
+                                                   f"{m.get('content') or ''}"})
         else:
             out.append(m)
     if tools:

@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from masgrid.actors.backends.scripted import OBSERVED_ROLES, policy_calls
-from masgrid.actors.backends.tool_calls import prompt_tokens, turn_of
+from masgrid.actors.backends.tool_calls import fenced_result, prompt_tokens, turn_of
 from masgrid.actors.serving.spec import StandinSpec
 from masgrid.envs.tasks import AgentView, get_task
 from masgrid.envs.tokens import get_counter
@@ -73,7 +73,9 @@ def replay_reply(messages: list[dict[str, Any]], tag: AgentTag) -> str | ToolRep
     for msg in messages:
         role = msg.get("role")
         if role in OBSERVED_ROLES:
-            observations.append(str(msg.get("content") or ""))
+            text = str(msg.get("content") or "")
+            bare = fenced_result(text) if role == "user" else None  # model.tool_mode=fenced
+            observations.append(text if bare is None else bare)
         elif role == "assistant":
             policy.act(observations)
             observations = []
