@@ -172,8 +172,14 @@ class CooperTask(Task):
         return raw  # the scheduler collects patches; nothing is parsed from text
 
     def score(self, instance: Instance, answers: list[Any]) -> Score:
-        """Merge the agents' patches and run every feature's tests on the result (section 2.2)."""
+        """Merge the agents' patches and run every feature's tests on the result (section 2.2).
+        Planning submissions (plans, no patch: the driver scores every phase) are not
+        evaluated: success and correctness stay null for phase 1."""
         from masgrid.envs.tasks.cooper.scoring import score_patches
+
+        if not any(isinstance(a, dict) and "patch" in a for a in answers):
+            n = instance.n_agents
+            return Score(success=None, correct=[None] * n, partial=[None] * n)
 
         return score_patches(instance, answers, self._data(options_of(_options_from_params(instance.params))))
 
