@@ -222,7 +222,7 @@ class RunLog:
         st = self.stats[agent]
         for row in before:
             st.messages_received += row["kind"] == "delivery"
-            self._message(phase=phase, round=step, agent=agent, **row)
+            self._message(phase=phase, round=step, agent=agent, **_quoting(row, self.seq))
         if c is not None:
             st.rounds += 1
             self._count_call(st, c)
@@ -237,7 +237,7 @@ class RunLog:
             st.messages_sent += int(row.get("messages_sent", 0))
             st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
             self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0,
-                           "phase": phase, "round": step, "agent": agent, **row})
+                           "phase": phase, "round": step, "agent": agent, **_quoting(row, self.seq)})
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending, self.pending_bytes = self.pending, [], 0
@@ -508,6 +508,14 @@ def _check_prompts(cfg: RunConfig) -> None:
 
 class PromptMismatch(RuntimeError):
     """The run's prompts changed between planning and execution."""
+
+
+def _quoting(row: dict[str, Any], seq: int) -> dict[str, Any]:
+    """A history message recorded in `reply` (a tool result, a delivered message) names its
+    own event as `source`, so the events alone rebuild the history (analysis/transcript.py)."""
+    if row.get("role") and row.get("text") is None and row.get("reply") is not None:
+        return {**row, "source": seq}
+    return row
 
 
 def _when(epoch_s: float | None) -> datetime | None:

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from masgrid.analysis.transcript import calls
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import ConfigError, RunConfig
@@ -112,6 +113,13 @@ def test_events_of_a_run(runs) -> None:
     prompts2 = events[(events.kind == "prompt") & (events.phase == 2)]
     for _, plan in plans.iterrows():
         assert plan.text in prompts2[prompts2.agent == plan.agent].text.iloc[0]
+    # the events alone rebuild every model call's input, tool results and deliveries included
+    rebuilt = calls(events)
+    assert len(rebuilt) == (events.kind == "model_call").sum()
+    last = [c for c in rebuilt if c.reply.agent == 1 and c.reply.phase == 2][-1]
+    roles = [m["role"] for m in last.messages]
+    assert roles[0] == "system" and "tool" in roles and roles.count("assistant") == len(
+        [c for c in rebuilt if c.reply.agent == 1 and c.reply.phase == 2]) - 1
     # per agent, event times follow the recorded order within a phase
     for _, group in timed.groupby(["agent", "phase"]):
         assert group.t.is_monotonic_increasing
