@@ -266,7 +266,8 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
                                    "user, assistant); null: the event added none"),
     "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
-                                  "holds it"),
+                                  "holds it; CooperBench tool_result and delivery: the event's own seq (its `reply` "
+                                  "is the history message)"),
     "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
     "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
     "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),

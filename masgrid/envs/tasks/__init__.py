@@ -50,7 +50,8 @@ def get_task(name: str) -> Task:
         for prefix, factory in _PREFIXES.items():
             if name.startswith(prefix):
                 return factory(name)()
-        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}") from None
+        patterns = "".join(f", {prefix}..." for prefix in sorted(_PREFIXES))
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}{patterns}") from None
 
 
 __all__ = ["AgentView", "Instance", "Score", "Task", "get_task", "register_task", "register_task_prefix", "task_names"]
