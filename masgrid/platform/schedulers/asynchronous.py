@@ -78,7 +78,14 @@ class AsynchronousScheduler(Scheduler):
             loops = [Loop(i, pending=[{"role": "user", "content": task.harness_text("start")}])
                      for i in range(ctx.n_agents)]
             phase = _Phase(ctx, task, self.session, loops, tools, offered, limits)
-            await asyncio.gather(*(phase.run(loop) for loop in loops))
+            running = [asyncio.ensure_future(phase.run(loop)) for loop in loops]
+            try:
+                await asyncio.gather(*running)
+            except BaseException:  # one loop failed (a hung host, a bug): stop the others first
+                for future in running:
+                    future.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                raise
             submissions = [phase.submission(loop) for loop in loops]
             if last:
                 for i, sub in enumerate(submissions):

@@ -26,7 +26,7 @@ from masgrid.platform.ports import AgentPoolClient, Port
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
 
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
-         for n in ("wait", "send_message", "finish")]
+         for n in ("wait", "send_message", "finish", "explode")]
 
 
 class Talker(ScriptedPolicy):
@@ -52,6 +52,10 @@ class Talker(ScriptedPolicy):
             return ToolReply(tool_calls=calls)
         if mode == "silent":
             return ToolReply(text="thinking aloud, no tool")
+        if mode == "broken" and self.view.agent == 0:
+            raise RuntimeError("policy bug")
+        if mode == "crash" and self.view.agent == 0 and self.steps == 3:
+            return ToolReply(tool_calls=[ToolCall.of("explode", {})])
         if self.view.agent == 0:
             if self.steps % 2:  # a (randomly slow) tool between sends: the loops interleave
                 return ToolReply(tool_calls=[ToolCall.of("wait", {})])
@@ -64,11 +68,19 @@ class Talker(ScriptedPolicy):
         return ToolReply(tool_calls=[ToolCall.of("wait", {})])
 
 
+SESSIONS: list[Any] = []
+
+
 class SleepySession:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
+        self.closed = False
+        self.calls: list[int] = []
 
     async def call(self, agent: int, name: str, arguments: dict[str, Any]) -> Any:
+        if name == "explode":
+            raise OSError("the workspace disk is gone")
+        self.calls.append(agent)
         await asyncio.sleep(self.rng.random() * 0.004)
         return SimpleNamespace(ok=True, text="waited")
 
@@ -76,7 +88,7 @@ class SleepySession:
         return ""
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 @register_task
@@ -105,7 +117,8 @@ class AsyncEcho(Task):
 
     # the hooks of the asynchronous scheduler
     def open_session(self, instance: Instance) -> SleepySession:
-        return SleepySession(instance.params.get("seed_", 0))
+        SESSIONS.append(SleepySession(instance.params.get("seed_", 0)))
+        return SESSIONS[-1]
 
     def phase_tools(self, instance: Instance, phase: int) -> list[dict[str, Any]]:
         return TOOLS
@@ -145,6 +158,7 @@ async def run_phase(n: int, phase: int = 1, **params: Any) -> tuple[Any, list[di
         raise AssertionError("the asynchronous scheduler records through record_step only")
 
     scheduler = get_scheduler("asynchronous")
+    SESSIONS.clear()
     ctx = PhaseContext(phase=phase, n_agents=n, max_rounds=100, agents=pool, env=None, on_round=on_round,
                        task=task, instance=instance, record_step=record_step)
     result = await scheduler.run_phase(ctx)
@@ -198,3 +212,22 @@ def test_replies_without_tool_calls_count_and_end_at_the_cap() -> None:
     for sub in out.result.submissions:
         assert sub["actions"] == 4 and sub["steps"] == 4 and sub["capped"]
     assert sum(r["kind"] == "harness" and r.get("verb") == "no_tool_call" for r in rows) == 8
+
+
+def test_failed_model_calls_stop_one_agent_not_the_other() -> None:
+    out, rows = asyncio.run(run_phase(2, mode="broken", sends=0, cap=50))
+    broken, other = out.result.submissions
+    assert broken["stopped"] and broken["actions"] == 3 and broken["steps"] == 3 and broken["finish"] is None
+    assert other["finish"] == "done" and not other["stopped"]
+
+
+def test_a_failing_loop_stops_the_others_and_closes_the_session() -> None:
+    async def scenario() -> tuple[int, int]:
+        with pytest.raises(OSError, match="disk is gone"):
+            await asyncio.wait_for(run_phase(2, phase=2, mode="crash", sends=10**6, cap=10**6), 10)
+        before = len(SESSIONS[0].calls)
+        await asyncio.sleep(0.05)  # in the same event loop: a loop left running would go on calling tools
+        return before, len(SESSIONS[0].calls)
+
+    before, after = asyncio.run(scenario())
+    assert SESSIONS[0].closed and before == after
