@@ -281,10 +281,19 @@ class Sandbox:
             raise SandboxError(f"{what} path does not exist: {path}")
         return path.resolve()
 
+    def _nproc_applies(self) -> bool:
+        """RLIMIT_NPROC limits the command's processes alone only for a non-root user inside
+        bubblewrap's user namespace (the kernel exempts root, and counts per user and namespace)."""
+        return os.geteuid() != 0 and self.settings.kind == "bwrap"
+
     def _enforcement(self) -> dict[str, str]:
         """How each limit is enforced (recorded with runs: a limit that is not is flagged)."""
-        if os.geteuid() != 0:
+        if self._nproc_applies():
             procs = "RLIMIT_NPROC"
+        elif os.geteuid() != 0:
+            # outside bubblewrap's own user namespace the limit would count every process of
+            # the user on the host, so a busy host would make the command's forks fail
+            procs = "not enforced (kind=none without root)"
         elif self._cgroup_parent is not None:
             procs = "pids cgroup"
         else:
@@ -303,7 +312,7 @@ class Sandbox:
         s = self.settings
         argv = [self._prlimit or "prlimit", f"--cpu={s.cpu_s}", f"--as={s.memory_mb << 20}",
                 f"--fsize={s.file_mb << 20}", "--core=0"]
-        if os.geteuid() != 0:
+        if self._nproc_applies():
             argv.append(f"--nproc={s.max_procs}")
         return argv + ["--"]
 
@@ -460,3 +469,22 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def main() -> int:
+    """`python -m masgrid.envs.tasks.cooper.sandbox`: can this machine sandbox, and how."""
+    problem = sandbox_problem()
+    if problem:
+        print(problem)
+        return 1
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        box = Sandbox(SandboxSettings(), writable=[Path(tmp)])
+        res = box.run("echo ok", cwd=Path(tmp))
+    print(f"bubblewrap works ({res.stdout.strip()}, {1000 * res.wall_s:.0f} ms); limits: {box.enforcement}")
+    return 0 if res.exit_code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

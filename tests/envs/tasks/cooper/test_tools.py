@@ -97,7 +97,7 @@ def test_str_replace_on_random_texts_matches_a_single_replace(wt: Path) -> None:
     rng = random.Random(11)
     tb = toolbox(wt)
     path = wt / "pkg" / "mod.py"
-    for _ in range(300):
+    for _ in range(150):
         text = "".join(rng.choice(["a", "b", "\n", "ab", "é"]) for _ in range(rng.randint(1, 40)))
         path.write_text(text)
         lo = rng.randrange(len(text))
