@@ -27,6 +27,7 @@ explicit opt-out the run records, never a silent fallback.
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import shutil
@@ -42,6 +43,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #: system directories made visible (read-only) in every sandbox; symlinks (e.g. /bin ->
 #: usr/bin on merged-/usr systems) are recreated as symlinks
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+#: secrets under the system directories, hidden inside the sandbox (the command runs as the
+#: owner of root's files when we run as root, so file modes alone would not stop it)
+HIDDEN_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+HIDDEN_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d")
 #: environment every command starts from (the host's environment is not inherited)
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -73,6 +78,7 @@ class SandboxSettings(BaseModel):
     memory_mb: int = Field(4096, gt=0, description="address space per process, MiB (RLIMIT_AS)")
     max_procs: int = Field(256, gt=0, description="processes and threads the command may have at once")
     file_mb: int = Field(1024, gt=0, description="largest file the command may write, MiB (RLIMIT_FSIZE)")
+    tmp_mb: int = Field(512, gt=0, description="size of the private /tmp (a tmpfs, i.e. host memory), MiB")
     output_cap_bytes: int = Field(256_000, gt=0, description="bytes kept per stream (head and tail)")
     output_kill_bytes: int = Field(64 << 20, gt=0, description="total output after which the command is killed")
     network: bool = False
@@ -130,6 +136,12 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    for path in HIDDEN_FILES:
+        if os.path.isfile(path):
+            args += ["--ro-bind", "/dev/null", path]
+    for path in HIDDEN_DIRS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
     return args
 
 
@@ -172,30 +184,49 @@ class _PidsCgroup:
 
     def __init__(self, path: Path, max_procs: int) -> None:
         path.mkdir()
-        (path / "pids.max").write_text(str(max_procs))
         self.path = path
+        try:
+            (path / "pids.max").write_text(str(max_procs))
+        except OSError:
+            path.rmdir()
+            raise
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` started inside this cgroup: the shell moves itself in, then becomes the
+        command, so nothing forks outside it; if the move fails, the command does not run."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
 
     @staticmethod
-    def parent() -> Path | None:
-        """A writable pids hierarchy (cgroup v1 or v2) for our own cgroup, or None."""
+    def candidates() -> list[Path]:
+        """pids hierarchies (cgroup v1 or v2) that may take a child cgroup of ours."""
         try:
             lines = Path("/proc/self/cgroup").read_text().splitlines()
         except OSError:
-            return None
+            return []
+        out = []
         for line in lines:
             _, controllers, rel = line.split(":", 2)
             if "pids" in controllers.split(","):
-                base = Path("/sys/fs/cgroup/pids") / rel.lstrip("/")
-                if (base / "cgroup.procs").exists() and os.access(base, os.W_OK):
-                    return base
-            if controllers == "":
-                base = Path("/sys/fs/cgroup") / rel.lstrip("/")
-                try:
-                    enabled = (base / "cgroup.subtree_control").read_text().split()
-                except OSError:
-                    continue
-                if "pids" in enabled and os.access(base, os.W_OK):
-                    return base
+                out += [Path("/sys/fs/cgroup/pids") / rel.lstrip("/"), Path("/sys/fs/cgroup/pids")]
+            elif controllers == "":
+                out.append(Path("/sys/fs/cgroup") / rel.lstrip("/"))
+        return [p for p in dict.fromkeys(out) if (p / "cgroup.procs").exists() and os.access(p, os.W_OK)]
+
+    @classmethod
+    def usable_parent(cls) -> Path | None:
+        """The first candidate where a command really starts inside a limited child cgroup."""
+        for parent in cls.candidates():
+            try:
+                group = cls(parent / f"masgrid-probe-{uuid.uuid4().hex[:12]}", 8)
+            except OSError:
+                continue
+            try:
+                ok = subprocess.run(group.wrap(["true"]), capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            group.remove()
+            if ok:
+                return parent
         return None
 
     def kill_all(self) -> None:
@@ -238,7 +269,7 @@ class Sandbox:
             raise SandboxError(INSTALL_HINT)
         if self._prlimit is None:
             raise SandboxError("prlimit (util-linux) is missing: install util-linux to run sandboxed commands")
-        self._cgroup_parent = _PidsCgroup.parent() if os.geteuid() == 0 else None
+        self._cgroup_parent = _cgroup_parent() if os.geteuid() == 0 else None
         self.enforcement = self._enforcement()
 
     @staticmethod
@@ -250,10 +281,19 @@ class Sandbox:
             raise SandboxError(f"{what} path does not exist: {path}")
         return path.resolve()
 
+    def _nproc_applies(self) -> bool:
+        """RLIMIT_NPROC limits the command's processes alone only for a non-root user inside
+        bubblewrap's user namespace (the kernel exempts root, and counts per user and namespace)."""
+        return os.geteuid() != 0 and self.settings.kind == "bwrap"
+
     def _enforcement(self) -> dict[str, str]:
         """How each limit is enforced (recorded with runs: a limit that is not is flagged)."""
-        if os.geteuid() != 0:
+        if self._nproc_applies():
             procs = "RLIMIT_NPROC"
+        elif os.geteuid() != 0:
+            # outside bubblewrap's own user namespace the limit would count every process of
+            # the user on the host, so a busy host would make the command's forks fail
+            procs = "not enforced (kind=none without root)"
         elif self._cgroup_parent is not None:
             procs = "pids cgroup"
         else:
@@ -263,26 +303,33 @@ class Sandbox:
             "processes": procs,
             "cpu_memory_files": "prlimit",
             "wall_clock": "process-group kill",
+            "tmp": ("host /tmp (not private)" if self.settings.kind == "none" else
+                    f"private tmpfs of {self.settings.tmp_mb} MiB" if _bwrap_has_size(self._bwrap or "bwrap")
+                    else "private tmpfs, size not capped (bubblewrap < 0.7)"),
         }
 
     def _limits_argv(self) -> list[str]:
         s = self.settings
         argv = [self._prlimit or "prlimit", f"--cpu={s.cpu_s}", f"--as={s.memory_mb << 20}",
                 f"--fsize={s.file_mb << 20}", "--core=0"]
-        if os.geteuid() != 0:
+        if self._nproc_applies():
             argv.append(f"--nproc={s.max_procs}")
         return argv + ["--"]
 
     def _bwrap_argv(self, cwd: Path, env: dict[str, str]) -> list[str]:
         argv = [self._bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
                 "--cap-drop", "ALL", "--hostname", "sandbox", *_system_binds(),
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+                "--proc", "/proc", "--dev", "/dev"]
+        if _bwrap_has_size(argv[0]):
+            argv += ["--size", str(self.settings.tmp_mb << 20)]
+        argv += ["--tmpfs", "/tmp"]
         if self.settings.network:
             argv.append("--share-net")
-        for path in self.readable:
-            argv += ["--ro-bind", str(path), str(path)]
-        for path in self.writable:
-            argv += ["--bind", str(path), str(path)]
+        # shallower mounts first, so a read-only path inside a writable one (a worktree's .git)
+        # stays read-only, and a writable path inside a readable one stays writable
+        mounts = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
+        for path, flag in sorted(mounts, key=lambda m: len(m[0].parts)):
+            argv += [flag, str(path), str(path)]
         argv += ["--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
@@ -309,18 +356,21 @@ class Sandbox:
         argv = self._limits_argv() + inner
         if self.settings.kind == "bwrap":
             argv = self._bwrap_argv(cwd, full_env) + argv
-        cgroup = None
+        cgroup, unenforced = None, "not enforced" in self.enforcement["processes"]
         if self._cgroup_parent is not None:
-            cgroup = _PidsCgroup(self._cgroup_parent / f"masgrid-sbx-{uuid.uuid4().hex[:12]}",
-                                 self.settings.max_procs)
-            # the shell moves itself into the cgroup, then becomes the command: nothing forks first
-            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup.path / "cgroup.procs"), *argv]
+            try:
+                cgroup = _PidsCgroup(self._cgroup_parent / f"masgrid-sbx-{uuid.uuid4().hex[:12]}",
+                                     self.settings.max_procs)
+            except OSError:
+                unenforced = True  # the hierarchy looked writable but is not: run, and say so
+            else:
+                argv = cgroup.wrap(argv)
         try:
             result = self._execute(argv, cwd, full_env, timeout_s or self.settings.timeout_s)
         finally:
             if cgroup is not None:
                 cgroup.remove()
-        if "not enforced" in self.enforcement["processes"]:
+        if unenforced:
             result.notes.append("process limit not enforced")
         return result
 
@@ -359,11 +409,15 @@ class Sandbox:
                     killed = "output"
                     _kill_group(proc)
                     drain_until = time.monotonic() + 5.0
-            if not events and drain_until is None and proc.poll() is not None:
+            if not events and drain_until is None and _exited(proc.pid):
                 # the command exited; what it left running in the background still holds the pipes
                 _kill_group(proc)
                 drain_until = time.monotonic() + 1.0
         sel.close()
+        # the pipes closing is not the command ending: wait for it (without reaping, so the
+        # group id cannot be reused before the stragglers are killed), then kill the group
+        if killed is None and not _exited(proc.pid, until=deadline):
+            killed = "timeout"
         _kill_group(proc)
         try:
             code = proc.wait(timeout=10)
@@ -379,9 +433,58 @@ class Sandbox:
         )
 
 
+@functools.cache
+def _bwrap_has_size(bwrap: str) -> bool:
+    """Whether this bubblewrap can cap a tmpfs (`--size`, bubblewrap >= 0.7)."""
+    try:
+        return "--size" in subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.cache
+def _cgroup_parent() -> Path | None:
+    """Where per-command pids cgroups go (probed once per process)."""
+    return _PidsCgroup.usable_parent()
+
+
+def _exited(pid: int, until: float | None = None) -> bool:
+    """Whether the child `pid` has exited, polling until `until`; it stays unreaped."""
+    pause = 0.001
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # already reaped (e.g. SIGCHLD ignored in this process)
+            return True
+        if until is None or time.monotonic() >= until:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the command's whole process group (bubblewrap's PID namespace goes with it)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def main() -> int:
+    """`python -m masgrid.envs.tasks.cooper.sandbox`: can this machine sandbox, and how."""
+    problem = sandbox_problem()
+    if problem:
+        print(problem)
+        return 1
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        box = Sandbox(SandboxSettings(), writable=[Path(tmp)])
+        res = box.run("echo ok", cwd=Path(tmp))
+    print(f"bubblewrap works ({res.stdout.strip()}, {1000 * res.wall_s:.0f} ms); limits: {box.enforcement}")
+    return 0 if res.exit_code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -22,6 +25,7 @@ from masgrid.envs.tasks.cooper.sandbox import (
     SandboxError,
     SandboxSettings,
     _Capture,
+    interpreter_paths,
     sandbox_problem,
 )
 
@@ -70,6 +74,14 @@ def test_other_worktrees_and_homes_are_invisible(agents: tuple[Path, Path]) -> N
     assert "the other agent's work" in box(a, kind="none").run(probe, cwd=a).stdout
 
 
+@pytest.mark.skipif(not os.access("/etc/shadow", os.R_OK), reason="needs a readable /etc/shadow to compare")
+def test_system_secrets_are_hidden(agents: tuple[Path, Path]) -> None:
+    a, _ = agents
+    probe = "cat /etc/shadow; ls /etc/ssh"
+    assert "root:" not in box(a).run(probe, cwd=a).stdout
+    assert "root:" in box(a, kind="none").run(probe, cwd=a).stdout
+
+
 def test_host_environment_does_not_leak(agents: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     a, _ = agents
     monkeypatch.setenv("MASGRID_TEST_SECRET", "s3cr3t")
@@ -105,6 +117,8 @@ def test_no_network_even_to_the_host_loopback(agents: tuple[Path, Path]) -> None
         assert res.exit_code != 0 and "hello" not in res.stdout and not accepted
         control = box(a, kind="none", timeout_s=10).run(probe, cwd=a)
         assert control.exit_code == 0 and "hello" in control.stdout and accepted
+        shared = box(a, network=True, timeout_s=10).run(probe, cwd=a)  # the explicit opt-in works
+        assert shared.exit_code == 0 and "hello" in shared.stdout and len(accepted) == 2
     finally:
         stop.set()
         thread.join(timeout=2)
@@ -188,11 +202,20 @@ def test_capture_matches_slicing_on_random_streams() -> None:
             assert cap_obj.truncated and cap_obj.text() == want
 
 
-def test_memory_limit_stops_a_hungry_process(agents: tuple[Path, Path]) -> None:
+def test_memory_cpu_and_file_limits_bite(agents: tuple[Path, Path]) -> None:
     a, _ = agents
-    cmd = "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}"
-    res = box(a, memory_mb=128, timeout_s=30).run(cmd, cwd=a)
-    assert "400000000" not in res.stdout and res.wall_s < 30
+    hungry = "x=$(head -c 30000000 /dev/zero | tr '\\0' a); echo ${#x}"
+    assert box(a, memory_mb=32).run(hungry, cwd=a).stdout.strip() != "30000000"
+    assert box(a).run(hungry, cwd=a).stdout.strip() == "30000000"  # control: the default limit allows it
+    spin = box(a, cpu_s=1, timeout_s=20).run("while :; do :; done", cwd=a)
+    assert not spin.timed_out and spin.exit_code not in (0, None) and spin.wall_s < 10  # SIGXCPU
+    big = box(a, file_mb=1).run("head -c 3000000 /dev/zero > big.bin; echo $?", cwd=a)
+    assert big.stdout.strip() != "0" and (a / "big.bin").stat().st_size <= 1 << 20
+    fill_tmp = "for i in 1 2 3 4; do head -c 8000000 /dev/zero > /tmp/f$i || exit 7; done"
+    small = box(a, tmp_mb=16)
+    if small.enforcement["tmp"].startswith("private tmpfs of"):
+        assert small.run(fill_tmp, cwd=a).exit_code == 7  # /tmp is host memory: capped
+        assert box(a).run(fill_tmp, cwd=a).exit_code == 0
 
 
 def test_opt_out_is_explicit_and_limits_are_reported(agents: tuple[Path, Path]) -> None:
@@ -229,3 +252,101 @@ def test_exit_codes_pass_through_and_background_leftovers_do_not_hang(agents: tu
     res = box(a, kind=kind, timeout_s=20).run("sleep 30 & echo started", cwd=a)
     assert res.exit_code == 0 and not res.timed_out and res.wall_s < 5
     assert box(a, kind=kind).run(["printf", "%s|", "a b", "$HOME"], cwd=a).stdout == "a b|$HOME|"
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "none"])
+def test_the_exit_status_is_the_commands_not_our_cleanup(agents: tuple[Path, Path], kind: str) -> None:
+    """Pipes close a moment before the process is gone: the group kill must wait for it."""
+    a, _ = agents
+    sb = box(a, kind=kind)
+    n = 40 if kind == "none" else 10  # the race showed on ~10% of quick commands without bwrap
+    assert [sb.run("ls -la", cwd=a).exit_code for _ in range(n)] == [0] * n
+    res = sb.run("exec >&- 2>&-; sleep 0.3; exit 4", cwd=a)
+    assert res.exit_code == 4 and not res.timed_out
+    res = sb.run("exec >&- 2>&-; sleep 10", cwd=a, timeout_s=0.5)
+    assert res.timed_out and res.exit_code is None and res.wall_s < 5
+
+
+def test_a_venv_runs_when_its_interpreter_paths_are_readable(agents: tuple[Path, Path]) -> None:
+    """How the evaluator runs a task's tests: the venv and its base interpreter read-only."""
+    a, _ = agents
+    python = Path(sys.executable)
+    cmd = [str(python), "-c", "import pydantic, sys; print(sys.prefix)"]
+    ok = Sandbox(SandboxSettings(), writable=[a], readable=interpreter_paths(python)).run(cmd, cwd=a)
+    assert ok.exit_code == 0 and ok.stdout.strip() == sys.prefix
+    if not any(p.is_relative_to("/usr") for p in interpreter_paths(python)):
+        assert box(a).run(cmd, cwd=a).exit_code != 0  # not mounted: not there
+
+
+def test_concurrent_commands_of_two_agents_stay_apart(agents: tuple[Path, Path]) -> None:
+    """The asynchronous schedule runs both agents' commands at once, from threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = agents
+    boxes = {a: box(a), b: box(b)}
+    jobs = [(wt, i) for i in range(6) for wt in (a, b)]
+
+    def job(item: tuple[Path, int]) -> tuple[Path, int, str]:
+        wt, i = item
+        res = boxes[wt].run(f"echo {i} > out{i}.txt; sleep 0.1; ls {a.parent}; cat out{i}.txt", cwd=wt)
+        return wt, i, res.stdout
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(job, jobs))
+    for wt, i, stdout in results:
+        assert stdout.split() == [wt.name, str(i)]
+        assert (wt / f"out{i}.txt").read_text() == f"{i}\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root needs the pids cgroup")
+def test_an_unenforced_process_limit_is_flagged_on_every_result(agents: tuple[Path, Path],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from masgrid.envs.tasks.cooper import sandbox as sandbox_module
+    from masgrid.envs.tasks.cooper.tools import ToolBox
+
+    a, _ = agents
+    monkeypatch.setattr(sandbox_module, "_cgroup_parent", lambda: None)
+    sb = box(a)
+    assert sb.enforcement["processes"].startswith("not enforced")
+    assert sb.run("true", cwd=a).notes == ["process limit not enforced"]
+    assert ToolBox(a, sb).call("bash", {"command": "true"}).notes == ["process limit not enforced"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv to act as a user")
+def test_as_a_plain_user_the_process_limit_is_rlimit_nproc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The usual developer set-up (not root): the argv the sandbox builds, run as `nobody`,
+    stops forking at max_procs (RLIMIT_NPROC counted in bubblewrap's own user namespace)."""
+    import tempfile
+
+    from masgrid.envs.tasks.cooper import sandbox as sandbox_module
+
+    monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 65534)
+    with tempfile.TemporaryDirectory(prefix="sbx-nobody-") as holder:  # pytest's tmp_path is private to root
+        Path(holder).chmod(0o755)
+        wt = Path(holder) / "agent0"
+        wt.mkdir()
+        os.chown(wt, 65534, 65534)
+        sb = Sandbox(SandboxSettings(max_procs=10), writable=[wt])
+        assert sb.enforcement["processes"] == "RLIMIT_NPROC" and sb._cgroup_parent is None
+        # outside a user namespace the rlimit would count all the user's processes: not used, and said so
+        opt_out = Sandbox(SandboxSettings(kind="none"), writable=[wt])
+        assert opt_out.enforcement["processes"] == "not enforced (kind=none without root)"
+        assert not any(a.startswith("--nproc") for a in opt_out._limits_argv())
+        spawn = "for i in $(seq 30); do sleep 0.3 & done; wait; echo done"
+        argv = sb._bwrap_argv(wt, dict(sandbox_module.BASE_ENV)) + sb._limits_argv() + ["/bin/bash", "-c", spawn]
+        as_nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--"]
+        limited = subprocess.run(as_nobody + argv, capture_output=True, text=True, timeout=60)
+        assert "Resource temporarily unavailable" in limited.stderr, limited.stderr[-300:]
+        plain = subprocess.run(as_nobody + ["/bin/bash", "-c", spawn], capture_output=True, text=True, timeout=60)
+        assert plain.returncode == 0 and plain.stderr == ""  # control: without the limit all 30 run
+
+
+def test_the_check_command_reports_status_and_limits(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from masgrid.envs.tasks.cooper.sandbox import main
+
+    assert main() == 0
+    assert capsys.readouterr().out.startswith("bubblewrap works (ok, ")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main() == 1
+    assert capsys.readouterr().out == INSTALL_HINT + "\n"
