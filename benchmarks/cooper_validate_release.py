@@ -86,6 +86,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N pairs per task (smoke runs)")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "cooper_validate_release.json")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--singles", action="store_true",
+                    help="only check that each gold feature alone passes its own tests (the environment check)")
     a = ap.parse_args()
     work_root = Path(tempfile.mkdtemp(prefix="cooper-validate-"))
     data_dir = extract_dataset(a.release, [t.split("/")[0] + "/task" + t.split("/")[1] for t in a.task]
@@ -96,6 +98,9 @@ def main() -> None:
     sandbox = Sandbox(SandboxSettings(kind="bwrap", timeout_s=600), writable=[])
     a.cache_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    if a.singles:
+        singles(a, data_dir, sandbox)
+        return
     for spec in a.task:
         pool, tid = spec.split("/")
         task = load_task(data_dir, pool, int(tid))
@@ -140,8 +145,26 @@ def main() -> None:
     table = summary_table(rows)
     print(table)
     if not a.no_write:
-        DOC.write_text(DOC.read_text().split("<!-- table -->")[0] + "<!-- table -->\n\n" + table + "\n"
-                       if DOC.exists() else table + "\n")
+        head, _, rest = DOC.read_text().partition("<!-- table -->")
+        tail = rest.partition("<!-- /table -->")[2]
+        DOC.write_text(f"{head}<!-- table -->\n\n{table}\n\n<!-- /table -->{tail}")
+
+
+def singles(a: argparse.Namespace, data_dir: Path, sandbox: Sandbox) -> None:
+    """Each gold feature on its own (Solo with one feature): does it pass its own tests here?"""
+    lines = ["| task set | gold features passing alone | failing |", "|---|---|---|"]
+    for spec in a.task:
+        pool, tid = spec.split("/")
+        task = load_task(data_dir, pool, int(tid))
+        passing = []
+        for fid in sorted(task.features):
+            result = evaluate_patches(task, {fid: task.features[fid].patch}, a.repos_dir, sandbox=sandbox,
+                                      cache_dir=a.cache_dir.resolve())
+            if result.success:
+                passing.append(fid)
+        failing = sorted(set(task.features) - set(passing))
+        lines.append(f"| {spec} | {len(passing)}/{len(task.features)} | {failing or '-'} |")
+    print("\n".join(lines))
 
 
 def summary_table(rows: list[dict]) -> str:

@@ -125,3 +125,12 @@ def test_environment_is_built_once_per_requirement_set(setup, tmp_path):
     assert first.mode == "host-pytest" and first.python.exists()
     (tree / "requirements.txt").write_text("attrs\n")
     assert env_key(tree) != first.key
+
+
+def test_three_agents_merge_in_turn(setup):
+    """Appendix F's scaling: 3 branches merged one after another; 4 and 5 conflict, union resolves."""
+    pool, task, sandbox, cache = setup
+    result = evaluate_patches(task, {f: task.features[f].patch for f in (3, 4, 5)}, pool.repos_dir, sandbox=sandbox,
+                              cache_dir=cache)
+    assert result.merge_stage == "union" and result.conflicts == {"naive": 1, "union": 0}
+    assert result.feature_pass == {3: True, 4: True, 5: True} and result.success
