@@ -104,6 +104,9 @@ class RunLog:
     max_recorded_chars: int | None = None
     #: send pending events to the recorder once they reach this many bytes (None: by rounds only)
     event_flush_bytes: int | None = None
+    #: stamp every event with `t` (epoch seconds) when it has none: the asynchronous
+    #: schedule's timelines need every event's time, prompts included
+    timed: bool = False
     #: estimated size of `pending` (characters of text and reply + EVENT_ROW_BYTES a row)
     pending_bytes: int = 0
 
@@ -112,6 +115,8 @@ class RunLog:
 
     def _event(self, **row: Any) -> int:
         row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
+        if self.timed and row.get("t") is None:
+            row["t"] = row["time"].timestamp()
         self.seq += 1
         self.pending_bytes += EVENT_ROW_BYTES + self._cap(row)
         self.pending.append(row)
@@ -295,7 +300,7 @@ class RunDriver:
         task = get_task(cfg.task)
         log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(),
                      max_recorded_chars=cfg.execution.max_recorded_chars,
-                     event_flush_bytes=cfg.execution.event_flush_bytes)
+                     event_flush_bytes=cfg.execution.event_flush_bytes, timed=task.schedule == "asynchronous")
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None

@@ -286,8 +286,9 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
                                                  "read_file: writer"),
     "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
     "tool": (pa.string(), "label", "CooperBench action, tool_result, message: the tool called, else null"),
-    "t": (pa.float64(), "seconds since the Unix epoch", "CooperBench (asynchronous schedule): wall-clock time the event "
-                                                       "happened (model_call: when the call was made), else null"),
+    "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule (CooperBench), every event: wall-clock "
+                                                       "time it happened (model_call: when the call was made; prompt: "
+                                                       "when recorded); null for the other schedules"),
     **_LABELS,
 }
 
