@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve."""
+"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve, cooper."""
 
 from __future__ import annotations
 
@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.serving import serve_command
 
         return serve_command(rest)
+    if command == "cooper":
+        from masgrid.platform.cooper_cli import cooper_command
+
+        return cooper_command(rest)
     print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
     return 2
 
@@ -59,6 +63,7 @@ USAGE = """usage:
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
+  masgrid cooper eval|demo-data ...       CooperBench: merge and test patches (e.g. --gold); the synthetic pool
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 

@@ -19,6 +19,7 @@ from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
+from masgrid.envs.tasks.cooper.options import CooperOptions
 from masgrid.envs.tasks.simas.options import SimasOptions
 from masgrid.resources import on_reload
 
@@ -87,7 +88,7 @@ class ExecutionSettings(BaseModel):
 
 
 #: the family option blocks of RunConfig (each named after its family)
-FAMILY_BLOCKS = ("agentsnet", "simas")
+FAMILY_BLOCKS = ("agentsnet", "simas", "cooper")
 
 
 class RunConfig(BaseModel):
@@ -107,6 +108,7 @@ class RunConfig(BaseModel):
     graph: str | None = Field(None, description="graph model (AgentsNet)")
     agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
     simas: SimasOptions = Field(default_factory=SimasOptions, description="SIMAS options")
+    cooper: CooperOptions = Field(default_factory=CooperOptions, description="CooperBench options")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -144,6 +146,7 @@ class RunConfig(BaseModel):
         task = get_task(self.task)
         if self.k is None:
             self.k = task.default_k
+        self.agents = task.resolve_agents(self.agents, **self.generation_kwargs())
         task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
         for key in task.required_keys:
             if getattr(self, key, None) is None:

@@ -104,6 +104,9 @@ class RunLog:
     max_recorded_chars: int | None = None
     #: send pending events to the recorder once they reach this many bytes (None: by rounds only)
     event_flush_bytes: int | None = None
+    #: stamp every event with `t` (epoch seconds) when it has none: the asynchronous
+    #: schedule's timelines need every event's time, prompts included
+    timed: bool = False
     #: estimated size of `pending` (characters of text and reply + EVENT_ROW_BYTES a row)
     pending_bytes: int = 0
 
@@ -112,6 +115,8 @@ class RunLog:
 
     def _event(self, **row: Any) -> int:
         row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
+        if self.timed and row.get("t") is None:
+            row["t"] = row["time"].timestamp()
         self.seq += 1
         self.pending_bytes += EVENT_ROW_BYTES + self._cap(row)
         self.pending.append(row)
@@ -215,6 +220,30 @@ class RunLog:
         elif c.usage_source in ("estimate", "invalid"):
             self.usage_estimated += 1
 
+    def record_step(self, phase: int, step: int, agent: int, started: float | None, c: Completion | None,
+                    before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+        """One step of an agent's own loop (asynchronous schedule): what its call appended,
+        the call, then its actions, tool results and messages; every row keeps its time `t`."""
+        st = self.stats[agent]
+        for row in before:
+            st.messages_received += row["kind"] == "delivery"
+            self._message(phase=phase, round=step, agent=agent, **_quoting(row, self.seq))
+        if c is not None:
+            st.rounds += 1
+            self._count_call(st, c)
+            if c.final and st.stopped is None:
+                st.stopped = f"phase {phase} step {step}: {c.error}"
+            self._event(phase=phase, round=step, agent=agent, kind="model_call", verb=None, role="assistant",
+                        text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+                        http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
+                        usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
+                        call_started=_when(c.started_at), messages_sent=0, t=started)
+        for row in after:
+            st.messages_sent += int(row.get("messages_sent", 0))
+            st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
+            self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0,
+                           "phase": phase, "round": step, "agent": agent, **_quoting(row, self.seq)})
+
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending, self.pending_bytes = self.pending, [], 0
         self.chunk += 1
@@ -237,6 +266,10 @@ class LoggedAgents:
         if self.flush is not None and self.log.full:  # large observations: out before the next replies come in
             await self.flush()
         return await self.pool.step(observations, expect)
+
+    async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        """A tool-aware step (asynchronous schedule); its scheduler records the step's events itself."""
+        return await self.pool.act(agent, new_messages, tools)
 
 
 class RunDriver:
@@ -267,7 +300,7 @@ class RunDriver:
         task = get_task(cfg.task)
         log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(),
                      max_recorded_chars=cfg.execution.max_recorded_chars,
-                     event_flush_bytes=cfg.execution.event_flush_bytes)
+                     event_flush_bytes=cfg.execution.event_flush_bytes, timed=task.schedule == "asynchronous")
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None
@@ -395,6 +428,13 @@ class RunDriver:
             if round_no % EVENT_FLUSH_ROUNDS == 0 or log.full:
                 await flush()
 
+        async def record_step(phase: int, step: int, agent: int, *rest: Any) -> None:
+            self.progress = {"phase": phase, "round": step}
+            self.metrics.round(phase, step)
+            log.record_step(phase, step, agent, *rest)
+            if step % EVENT_FLUSH_ROUNDS == 0 or log.full:
+                await flush()
+
         submissions: list[Any] = [None] * cfg.agents
         for phase in range(1, n_phases + 1):
             setups = {}
@@ -409,7 +449,7 @@ class RunDriver:
                 "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
                                agents=LoggedAgents(pool, log, phase, flush), env=env,
-                               on_round=on_round)
+                               on_round=on_round, task=task, instance=instance, record_step=record_step)
             result = await scheduler.run_phase(ctx)
             submissions = result.submissions
             phase_subs.append(list(submissions))
@@ -484,6 +524,14 @@ def _check_prompts(cfg: RunConfig) -> None:
 
 class PromptMismatch(RuntimeError):
     """The run's prompts changed between planning and execution."""
+
+
+def _quoting(row: dict[str, Any], seq: int) -> dict[str, Any]:
+    """A history message recorded in `reply` (a tool result, a delivered message) names its
+    own event as `source`, so the events alone rebuild the history (analysis/transcript.py)."""
+    if row.get("role") and row.get("text") is None and row.get("reply") is not None:
+        return {**row, "source": seq}
+    return row
 
 
 def _when(epoch_s: float | None) -> datetime | None:

@@ -117,11 +117,14 @@ class AgentPoolClient:
             merged.update(part)
         return merged
 
-
     async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         """One tool-loop step of one agent on its host (AgentHost.act); steps of different
-        agents run concurrently (the asynchronous schedule)."""
-        return await self.hosts[self.assignment[agent]].call("act", agent, new_messages, tools)
+        agents run concurrently (the asynchronous schedule). A hung host is cut off like a round."""
+        call = self.hosts[self.assignment[agent]].call("act", agent, new_messages, tools)
+        try:
+            return await asyncio.wait_for(call, timeout=self.round_timeout_s)
+        except asyncio.TimeoutError:
+            raise RoundTimeout(f"agent {agent}'s model call did not finish within {self.round_timeout_s:.0f}s") from None
 
 
 class RoundTimeout(RuntimeError):

@@ -127,6 +127,28 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
                              "(a model call failed after retries, or its scorer divides by zero); masgrid scores it"),
     "reference_unscorable_reason": (pa.string(), "AgentsNet: why reference_unscorable, '+'-joined: model_error, "
                                     "no_coordinator (vertex cover, nobody said Yes), no_edges, no_agents; null when scorable"),
+    # CooperBench (issue 16)
+    "cooper_pool": (pa.string(), "CooperBench task set's pool, e.g. pallets_jinja_task"),
+    "cooper_task_id": (pa.int64(), "CooperBench task id within the pool (task<ID>/)"),
+    "cooper_features": (pa.string(), "CooperBench feature ids of the run, comma-joined in config order"),
+    "cooper_setting": (pa.string(), "CooperBench setting: coop, solo or nocomm (planning kept, no messages in execution)"),
+    "cooper_sandbox": (pa.string(), "CooperBench: bwrap, or none (tools and tests ran without isolation: an explicit opt-out)"),
+    "merge_stage": (pa.string(), "CooperBench: the merge stage that produced the evaluated tree: naive (git three-way "
+                    "merge), union (conflict hunks keep both sides), llm, failed (no conflict-free tree), single (solo)"),
+    "conflicts_naive": (pa.int64(), "CooperBench: conflict hunks of the naive merge (null: not attempted, e.g. solo)"),
+    "conflicts_union": (pa.int64(), "CooperBench: conflict hunks left after the union stage (null: not reached)"),
+    "feature_pass_json": (pa.string(), "CooperBench: JSON {feature id: its tests passed on the merged tree}"),
+    "features_passed": (pa.int64(), "CooperBench: features whose tests passed on the merged tree"),
+    "features_total": (pa.int64(), "CooperBench: features of the run"),
+    "actions_total": (pa.int64(), "CooperBench: execution-phase actions of all agents (tool calls, messages included; "
+                      "a reply without a tool call or a failed model call counts one)"),
+    "messages_total": (pa.int64(), "CooperBench: messages sent in the execution phase by all agents"),
+    "patch_lines": (pa.int64(), "CooperBench: changed lines (added + removed) of all agents' patches"),
+    "agents_capped": (pa.int64(), "CooperBench: agents stopped by the action cap before calling finish"),
+    "agents_without_patch": (pa.int64(), "CooperBench: agents that left no execution record (evaluated as an empty patch)"),
+    "eval_wall_s": (pa.float64(), "CooperBench: wall time of merge and tests"),
+    "eval_notes": (pa.string(), "CooperBench: what the evaluator noted (test files dropped from a patch, a patch "
+                   "that did not apply, no conflict-free tree), '; '-joined; null when nothing"),
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -211,7 +233,13 @@ EVENT_KINDS: dict[str, str] = {
     "harness": "a harness reply that is no command's (no command found, model error, round notice; verb "
                "stacked: the note on a block that broke one command per block, the block in `text`)",
     "delivery": "LOCAL protocol: the user message a round's end delivers to this agent (its neighbours' messages "
-                "and the next instruction), in `reply`",
+                "and the next instruction), in `reply`; CooperBench: a teammate's message delivered into this "
+                "agent's next step (sender in `peers`)",
+    "action": "CooperBench: one tool call of a reply (tool name in `tool`, its arguments as JSON in `text`)",
+    "tool_result": "CooperBench: the result of one tool call, in `reply` (role tool)",
+    "message": "CooperBench: a send_message (content in `text`, receivers in `peers`)",
+    "plan": "CooperBench planning phase: the agent called finish with its plan (in `text`)",
+    "finish": "CooperBench execution phase: the agent called finish (status in `verb`, summary in `text`)",
 }
 
 #: events columns: name -> (type, unit, meaning)
@@ -238,7 +266,8 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
                                    "user, assistant); null: the event added none"),
     "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
-                                  "holds it"),
+                                  "holds it; CooperBench tool_result and delivery: the event's own seq (its `reply` "
+                                  "is the history message)"),
     "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
     "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
     "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),
@@ -256,6 +285,10 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),
     "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
+    "tool": (pa.string(), "label", "CooperBench action, tool_result, message: the tool called, else null"),
+    "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule (CooperBench), every event: wall-clock "
+                                                       "time it happened (model_call: when the call was made; prompt: "
+                                                       "when recorded); null for the other schedules"),
     **_LABELS,
 }
 

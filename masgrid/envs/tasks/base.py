@@ -97,6 +97,11 @@ class Task(ABC):
         if condition not in self.conditions:
             raise ValueError(f"condition: task {self.name} supports {list(self.conditions)}, not {condition!r}")
 
+    def resolve_agents(self, agents: int, **extra: Any) -> int:
+        """The number of agents a run has: `agents` as configured, unless the family derives it
+        from its own options (CooperBench: one per feature, or one in solo)."""
+        return agents
+
     def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
         """Raise ValueError naming the key for a combination `generate` would refuse.
 

@@ -4,7 +4,7 @@ A scheduler runs one phase against a `PhaseContext`: the agents (to step), the
 environment (to apply replies), and the event log. Lockstep (MAS-Bench, SILO-Bench,
 AgentsNet), local rounds (AgentsNet) and sequential (SIMAS: one agent after another,
 each seeing all earlier turns) are implemented; asynchronous (CooperBench: each agent its
-own tool loop) plugs in here by registering another `Scheduler`.
+own tool loop, asynchronous.py) plugs in by registering another `Scheduler`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ class AgentPool(Protocol):
     async def step(self, observations: dict[int, list[str]], expect: str | None = None,
                    round_no: int | None = None) -> dict[int, Completion]: ...
 
+    async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion: ...
+
 
 class EnvironmentPort(Protocol):
     async def apply_round(self, round_no: int, replies: list[tuple[int, str | None, str | None]]) -> dict[int, list[OutcomeRecord]]: ...
@@ -44,6 +46,12 @@ class PhaseContext:
     agents: AgentPool
     env: EnvironmentPort
     on_round: Callable[[int, int, dict[int, Completion], dict[int, list[OutcomeRecord]]], Awaitable[None]]
+    #: for schedulers that need them (asynchronous): the run's task and instance, and the
+    #: recorder of one agent step (phase, step, agent, call start, completion or None,
+    #: event rows before the call, event rows after it)
+    task: Any = None
+    instance: Any = None
+    record_step: Callable[..., Awaitable[None]] | None = None
 
 
 @dataclass

@@ -1,0 +1,129 @@
+"""`masgrid cooper ...`: CooperBench's evaluator and demo data, used on their own.
+
+`masgrid cooper eval` merges and tests patches that came from anywhere (a run, the gold
+patches, a hand-written file) so the evaluator can be checked independently of any agent;
+`masgrid cooper demo-data DIR` writes the synthetic textkit pool. Bad input ends in one line
+on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from masgrid.envs.tasks.cooper.evaluate import evaluate_patches
+from masgrid.envs.tasks.cooper.layout import CooperDataError, load_task
+from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxError, SandboxSettings, sandbox_problem
+from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+from masgrid.envs.tasks.cooper.testenv import TestEnvError
+
+USAGE = """usage:
+  masgrid cooper eval --data-dir D --repos-dir R --task POOL/ID --features i,j [--gold] [--patch i=FILE ...]
+                      [--solo FILE] [--sandbox bwrap|none] [--cache-dir C] [--timeout S] [--out FILE]
+  masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, status 2, no usage dump
+        raise CooperDataError(message)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "masgrid" / "cooper"
+
+
+def _eval_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="masgrid cooper eval", add_help=False)
+    p.add_argument("--data-dir", type=Path, required=True)
+    p.add_argument("--repos-dir", type=Path, required=True)
+    p.add_argument("--task", required=True, help="POOL/ID, e.g. pallets_jinja_task/1559")
+    p.add_argument("--features", required=True, help="comma-separated feature ids, e.g. 1,2")
+    p.add_argument("--patch", action="append", default=[], help="i=FILE: agent i's patch")
+    p.add_argument("--gold", action="store_true", help="use the gold patch for every feature without --patch")
+    p.add_argument("--solo", type=Path, help="one patch implementing all the features (Solo setting)")
+    p.add_argument("--sandbox", choices=("bwrap", "none"), default="bwrap")
+    p.add_argument("--cache-dir", type=Path, default=None)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per feature's test run")
+    p.add_argument("--out", type=Path, default=None)
+    return p
+
+
+def _read_patch(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CooperDataError(f"cannot read patch {path}: {exc}") from None
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CooperDataError(f"{what} must be comma-separated integers, got {text!r}") from None
+
+
+def _eval(argv: list[str]) -> int:
+    a = _eval_parser().parse_args(argv)
+    pool, _, tid = a.task.partition("/")
+    if not pool or not tid.isdigit():
+        raise CooperDataError(f"--task must be POOL/ID (e.g. pallets_jinja_task/1559), got {a.task!r}")
+    task = load_task(a.data_dir, pool, int(tid))
+    features = _ints(a.features, "--features")
+    patches: dict[int, str] = {}
+    for item in a.patch:
+        key, _, path = item.partition("=")
+        if not key.isdigit() or not path:
+            raise CooperDataError(f"--patch takes i=FILE, got {item!r}")
+        patches[int(key)] = _read_patch(Path(path))
+    if a.solo is not None:
+        if patches or a.gold:
+            raise CooperDataError("--solo excludes --patch and --gold")
+        patches = {features[0]: _read_patch(a.solo)}
+    else:
+        for fid in features:
+            if fid not in patches and a.gold and fid in task.features:
+                patches[fid] = task.features[fid].patch
+        missing = [f for f in features if f not in patches]
+        if missing:
+            raise CooperDataError(f"no patch for feature(s) {missing}: give --patch i=FILE or --gold")
+        if set(patches) - set(features):
+            raise CooperDataError(f"--patch names features outside --features {features}")
+    if a.sandbox == "bwrap" and (problem := sandbox_problem()) is not None:
+        raise CooperDataError(problem)
+    cache = a.cache_dir or default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    sandbox = Sandbox(SandboxSettings(kind=a.sandbox, timeout_s=a.timeout), writable=[])
+    result = evaluate_patches(task, patches, a.repos_dir, sandbox=sandbox, cache_dir=cache.resolve(),
+                              features=features, timeout_s=a.timeout)
+    text = result.model_dump_json(indent=2)
+    if a.out is not None:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _demo(argv: list[str]) -> int:
+    if len(argv) != 1:
+        raise CooperDataError("demo-data takes one directory")
+    pool = write_synthetic_pool(Path(argv[0]))
+    print(json.dumps(json.loads(pool.model_dump_json()), indent=2))
+    return 0
+
+
+def cooper_command(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    commands = {"eval": _eval, "demo-data": _demo}
+    if argv[0] not in commands:
+        print(f"masgrid cooper: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        return commands[argv[0]](argv[1:])
+    except (CooperDataError, TestEnvError, SandboxError) as exc:
+        print(f"masgrid cooper {argv[0]}: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,136 @@
+"""Merge-and-test evaluation on the synthetic pool: real git, real pytest, the real bwrap sandbox."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import subprocess
+
+import pytest
+
+from masgrid.envs.tasks.cooper.evaluate import agent_patch, evaluate_patches
+from masgrid.envs.tasks.cooper.gitops import scratch_clone
+from masgrid.envs.tasks.cooper.layout import CooperDataError
+from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
+from masgrid.envs.tasks.cooper.testenv import ensure_env, env_key
+from tests.envs.tasks.cooper.synthetic_helpers import build_pool, eval_sandbox
+
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("coop")
+    pool, task = build_pool(root)
+    return pool, task, eval_sandbox(), root / "cache"
+
+
+@pytest.fixture(scope="module")
+def gold_results(setup):
+    pool, task, sandbox, cache = setup
+    return {(i, j): evaluate_patches(task, {i: task.features[i].patch, j: task.features[j].patch}, pool.repos_dir,
+                                     sandbox=sandbox, cache_dir=cache)
+            for i, j in itertools.combinations(pool.features, 2)}
+
+
+def _designed(kind: str) -> tuple[str, dict[str, int], bool]:
+    """What each designed outcome means for (stage, conflicts, success), from the pool's docstring."""
+    return {"clean": ("naive", {"naive": 0}, True), "union": ("union", {"naive": 1, "union": 0}, True),
+            "union_breaks": ("union", {"naive": 1, "union": 0}, False)}[kind]
+
+
+def test_every_gold_pair_gives_its_designed_outcome(setup, gold_results):
+    pool, *_ = setup
+    assert sorted(pool.expected.values()).count("clean") == 8
+    for (i, j), result in gold_results.items():
+        stage, conflicts, success = _designed(pool.expected[f"{i},{j}"])
+        assert (result.merge_stage, result.conflicts, result.success) == (stage, conflicts, success), (i, j)
+        assert result.setting == "coop" and result.sandbox == "bwrap"
+        assert result.apply_status == {i: "applied", j: "applied"}
+        for fid, tests in result.feature_tests.items():
+            assert tests["tests_patch"] == "applied" and tests["exit_code"] is not None
+            assert result.feature_pass[fid] == (tests["exit_code"] == 0 and tests["passed"] >= 1)
+    # union keeps both slugify definitions; the later one (feature 2's, paper order) wins
+    broken = gold_results[(1, 2)]
+    assert broken.feature_pass == {1: False, 2: True}
+    assert broken.feature_tests[1]["failed"] == 1 and "hello-world" in broken.feature_tests[1]["output_tail"]
+
+
+def test_release_merge_order_flips_which_feature_breaks(setup):
+    pool, task, sandbox, cache = setup
+    result = evaluate_patches(task, {1: task.features[1].patch, 2: task.features[2].patch}, pool.repos_dir,
+                              sandbox=sandbox, cache_dir=cache, first_is_ours=False)
+    assert result.merge_stage == "union" and result.feature_pass == {1: True, 2: False}
+
+
+def test_resolver_stage_runs_after_union_fails_a_test(setup):
+    pool, task, sandbox, cache = setup
+    calls: list[str] = []
+
+    def resolver(snippet: str) -> str:
+        """Keep both features' intent: feature 1's cleaning with feature 2's separator."""
+        calls.append(snippet)
+        region = re.search(r"<{7}.*?>{7}[^\n]*\n", snippet, re.DOTALL)
+        merged = ('def slugify(text, sep="-"):\n    words = re.sub(r"[^\\w\\s]", "", text).lower().split()\n'
+                  "    return sep.join(words)\n")
+        return snippet[:region.start()] + merged + snippet[region.end():]
+
+    result = evaluate_patches(task, {1: task.features[1].patch, 2: task.features[2].patch}, pool.repos_dir,
+                              sandbox=sandbox, cache_dir=cache, resolver=resolver)
+    assert len(calls) == 1 and calls[0].count("<<<<<<<") == 1
+    assert result.merge_stage == "llm" and result.conflicts == {"naive": 1, "union": 0, "llm": 0}
+    assert result.success and result.feature_pass == {1: True, 2: True}
+    # a clean pair never reaches the resolver
+    clean = evaluate_patches(task, {1: task.features[1].patch, 3: task.features[3].patch}, pool.repos_dir,
+                             sandbox=sandbox, cache_dir=cache, resolver=lambda s: 1 / 0)
+    assert clean.merge_stage == "naive" and clean.success
+
+
+def test_solo_patch_and_agent_patch_from_a_worktree(setup, tmp_path):
+    pool, task, sandbox, cache = setup
+    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "agent")
+    subprocess.run(["git", "-C", str(tree), "apply", "-"], input=task.features[3].patch + task.features[4].patch,
+                   text=True, check=True)
+    (tree / "textkit" / "extra.py").write_text("VALUE = 1\n")  # untracked new file: part of the patch
+    (tree / "tests" / "test_mine.py").write_text("def test_x():\n    assert True\n")  # test file: dropped
+    status_before = subprocess.run(["git", "-C", str(tree), "status", "--porcelain"], capture_output=True,
+                                   text=True).stdout
+    patch = agent_patch(tree, task.base_commit)
+    assert subprocess.run(["git", "-C", str(tree), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == status_before  # the agent's index is untouched
+    assert re.findall(r"^diff --git a/(\S+)", patch, re.MULTILINE) == ["textkit/core.py", "textkit/extra.py"]
+    solo = evaluate_patches(task, {3: patch}, pool.repos_dir, sandbox=sandbox, cache_dir=cache, features=[3, 4, 5])
+    assert solo.setting == "solo" and solo.merge_stage == "single" and solo.conflicts == {}
+    assert solo.feature_pass == {3: True, 4: True, 5: False} and not solo.success
+
+
+def test_patches_that_do_not_apply_or_name_unknown_features(setup):
+    pool, task, sandbox, cache = setup
+    bogus = "diff --git a/textkit/core.py b/textkit/core.py\n--- a/textkit/core.py\n+++ b/textkit/core.py\n" \
+            "@@ -1,1 +1,1 @@\n-no such line\n+x\n"
+    result = evaluate_patches(task, {1: bogus, 3: task.features[3].patch}, pool.repos_dir, sandbox=sandbox,
+                              cache_dir=cache)
+    assert result.apply_status == {1: "failed", 3: "applied"}
+    assert result.feature_pass == {1: False, 3: True} and any("did not apply" in n for n in result.notes)
+    with pytest.raises(CooperDataError, match="no feature"):
+        evaluate_patches(task, {1: bogus, 9: bogus}, pool.repos_dir, sandbox=sandbox, cache_dir=cache)
+
+
+def test_environment_is_built_once_per_requirement_set(setup, tmp_path):
+    pool, task, _, cache = setup
+    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "t")
+    first = ensure_env(tree, tmp_path / "c")
+    again = ensure_env(tree, tmp_path / "c")
+    assert (first.reused, again.reused) == (False, True) and first.key == again.key
+    assert first.mode == "host-pytest" and first.python.exists()
+    (tree / "requirements.txt").write_text("attrs\n")
+    assert env_key(tree) != first.key
+
+
+def test_three_agents_merge_in_turn(setup):
+    """Appendix F's scaling: 3 branches merged one after another; 4 and 5 conflict, union resolves."""
+    pool, task, sandbox, cache = setup
+    result = evaluate_patches(task, {f: task.features[f].patch for f in (3, 4, 5)}, pool.repos_dir, sandbox=sandbox,
+                              cache_dir=cache)
+    assert result.merge_stage == "union" and result.conflicts == {"naive": 1, "union": 0}
+    assert result.feature_pass == {3: True, 4: True, 5: True} and result.success

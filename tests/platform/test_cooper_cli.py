@@ -1,0 +1,69 @@
+"""`masgrid cooper eval` on the gold patches of the synthetic pool, and its one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
+from masgrid.platform.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    assert main(["cooper", "demo-data", str(root / "pool")]) == 0
+    return root
+
+
+def _args(root, *extra):
+    return ["cooper", "eval", "--data-dir", str(root / "pool" / "data"), "--repos-dir", str(root / "pool" / "repos"),
+            "--task", "textkit_task/1", "--cache-dir", str(root / "cache"), *extra]
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+def test_eval_gold_pair_prints_and_writes_the_result(demo, capsys):
+    capsys.readouterr()
+    out = demo / "result.json"
+    assert main(_args(demo, "--features", "4,5", "--gold", "--out", str(out))) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    assert printed["merge_stage"] == "union" and printed["conflicts"] == {"naive": 1, "union": 0}
+    assert printed["feature_pass"] == {"4": True, "5": True} and printed["success"] is True
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+def test_eval_with_patch_files(demo, capsys):
+    """Feature 3's gold patch handed in as feature 1's agent patch: feature 1's tests fail."""
+    patch = demo / "pool" / "data" / "textkit_task" / "task1" / "feature3" / "feature.patch"
+    capsys.readouterr()
+    assert main(_args(demo, "--features", "1,3", "--patch", f"1={patch}", "--gold", "--sandbox", "none")) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["sandbox"] == "none" and printed["feature_pass"] == {"1": False, "3": True}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--features", "1,2"], "no patch for feature(s) [1, 2]"),
+    (["--features", "1,x", "--gold"], "--features must be comma-separated integers"),
+    (["--features", "1,2", "--patch", "1=/nonexistent.patch", "--gold"], "cannot read patch /nonexistent.patch"),
+    (["--features", "1,2", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_input_is_one_line_with_status_2(demo, capsys, extra, message):
+    capsys.readouterr()
+    assert main(_args(demo, *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_bad_task_and_missing_clone(demo, capsys):
+    capsys.readouterr()
+    assert main(_args(demo, "--features", "1,2", "--gold", "--task", "textkit_task")) == 2  # the last --task wins
+    assert "--task must be POOL/ID" in capsys.readouterr().err
+    args = _args(demo, "--features", "1,2", "--gold")
+    args[args.index("--repos-dir") + 1] = str(demo / "elsewhere")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "fetch github:masgrid/textkit" in err and err.count("\n") == 1
+    assert main(["cooper", "demo-data", str(demo / "pool")]) == 2  # never overwrites a pool
+    assert "already exists" in capsys.readouterr().err
