@@ -1,4 +1,9 @@
-"""`masgrid report RESULTS_DIR`: every MAS-Bench table (Markdown + CSV) and figure in one folder."""
+"""`masgrid report RESULTS_DIR`: every table (Markdown + CSV) and figure of the families present.
+
+MAS-Bench tables and figures sit at the top of the report folder; every other family's
+report (SILO-Bench, AgentsNet, SIMAS) goes to a subfolder named after it, computed from its
+own runs only (analysis/families.py). A directory without MAS-Bench runs gets no MAS-Bench
+tables at all."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
+from masgrid.analysis.families import FAMILIES, families_present, write_family_reports
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -82,7 +88,8 @@ def masbench_only(runs: pd.DataFrame, results_dir: Path) -> tuple[pd.DataFrame, 
     left_out = ", ".join(f"{n} {t}" for t, n in others.items())
     if mine.empty:
         raise ValueError(f"no MAS-Bench runs under {results_dir} ({left_out}); use their own reports: {OTHER_REPORTS}")
-    note = f"Left out (not MAS-Bench, see their own reports: {OTHER_REPORTS}): {left_out}." if left_out else ""
+    note = (f"Left out (not MAS-Bench; their own reports are listed under Families): {left_out}."
+            if left_out else "")
     task = next(t for t in MASBENCH_TASKS if (mine["task"] == t).any())
     return mine, task, note
 
@@ -109,11 +116,23 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     recorded = f"{len(runs)} runs ({_counts(runs)})"
+    present = families_present(runs)
+    reports = write_family_reports(results_dir, out, present)
+    written += [path for path, _ in reports.values() if path is not None]
+    family_lines = ["## Families", "", *(f"- {line}" for _, line in reports.values()), ""] if reports else []
+    if "masbench" not in present:
+        labels = ", ".join(FAMILIES[f][0] for f in present) or "no known benchmark family"
+        index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "",
+                 f"Families recorded: {labels}; no MAS-Bench runs, so no MAS-Bench tables.", "",
+                 *family_lines, "[Runs recorded per task, protocol and model](overview.md)", ""]
+        (out / "README.md").write_text("\n".join(index), encoding="utf-8")
+        return [out / "README.md", *written]
     runs, task, left_out = masbench_only(runs, results_dir)
     note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "", note, ""]
     if left_out:
         index += [left_out, ""]
+    index += family_lines
     if loaded.damaged:
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
