@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve."""
+"""`masgrid` command line: run (Hydra), instance, score, report, view, judge, show, serve."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.show import show_command
 
         return show_command(rest)
+    if command == "view":
+        from masgrid.site.serve import view_command
+
+        return view_command(rest)
     if command == "serve":
         from masgrid.platform.serving import serve_command
 
@@ -49,7 +53,8 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C] [--no-site]  every table (Markdown, CSV), figure and the HTML site (report/site)
+  masgrid view RESULTS_DIR [--port P] [--rebuild]  serve the HTML site on 127.0.0.1 and print its address
   masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
@@ -240,8 +245,17 @@ def _report(args: list[str]) -> int:
                         help="also use runs whose model calls failed above validity.max_model_error_rate")
     parser.add_argument("--condition", default="base",
                         help="the condition Tables 2, 3, 8 and Figure 2 describe (default base)")
+    parser.add_argument("--no-site", action="store_true", help="skip the HTML site (OUT/site)")
     ns = parser.parse_args(args)
-    return write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid, condition=ns.condition)
+    status = write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid, condition=ns.condition)
+    if status or ns.no_site:
+        return status
+    from masgrid.site.build import build_site
+
+    out = ns.out if ns.out is not None else ns.results_dir / "report"
+    index = build_site(ns.results_dir, out / "site")
+    print(f"site: {index} (masgrid view {ns.results_dir} serves it on 127.0.0.1)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -87,6 +87,19 @@ def build_run(run: pd.Series, agents: pd.DataFrame, events: pd.DataFrame, out: P
         write_data(folder / "family.js", f"run:{run_id}:family", view)
 
 
+def report_links(out: Path) -> dict[str, str]:
+    """The Markdown reports next to the site (`masgrid report` writes them to its parent):
+    label -> path relative to the site."""
+    links = {}
+    candidates = {"report index": "README.md", **{f"{label} report": f"{key}/{name}"
+                                                  for key, (label, _) in FAMILIES.items()
+                                                  for name in ("README.md", "agentsnet_report.md")}}
+    for label, rel in candidates.items():
+        if (out.parent / rel).is_file():
+            links[label] = f"../{rel}"
+    return links
+
+
 def build_site(results_dir: str | Path, out: str | Path | None = None,
                reports: dict[str, str] | None = None) -> Path:
     """Write the site and return its index.html. `reports`: label -> path (relative to
@@ -115,5 +128,5 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     write_data(out / "data" / "index.js", "index", {
         "results_dir": str(results_dir.resolve()), "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "families": [FAMILIES[f][0] for f in present], "status": status, "runs": rows,
-        "reports": reports or {}, "damaged": len(loaded.damaged)})
+        "reports": reports if reports is not None else report_links(out), "damaged": len(loaded.damaged)})
     return out / "index.html"
