@@ -7,14 +7,21 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.masgrid-installed
 export RAY_AUTH_MODE ?= disabled
 
-.PHONY: run test install clean
+.PHONY: run test install install-browser clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@$(MAKE) --no-print-directory install-browser
 	touch $(STAMP)
+
+# The report site's browser tests drive Debian's chromium through Playwright (no download).
+install-browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get install -y chromium; \
+	else echo "site browser tests need /usr/bin/chromium: run 'sudo apt-get install -y chromium' (they are skipped without it)"; fi
 
 install: $(STAMP)
 
