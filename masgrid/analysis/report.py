@@ -14,7 +14,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
+from masgrid.analysis import (figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, spread,
+                              stats, tables)
 from masgrid.analysis.families import FAMILIES, families_present, write_family_reports
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
@@ -36,6 +37,8 @@ def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None
 #: 10 compare tasks; the others describe the main task (sorting when recorded).
 TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
+    "table1_spread": ("Table 1 with n and dispersion: runs, mean, sample SD and SE of SR%, R, TE, CR% per cell",
+                      spread.table1_spread),
     "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
     "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
     "table4": ("Table 4: tokens, communication share and cost per model (all MAS-Bench tasks and conditions)",
@@ -57,6 +60,9 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "welch_protocols_tokens_n1": ("Welch's t-tests, total tokens per run at N=1: between protocols (G.2)",
                                   _welch("tokens_total", "protocol", (), None, n1=True)),
 }
+HOLM = "; p uncorrected, p_holm Holm-adjusted over the table's tests"
+for _name in [n for n in TABLES if n.startswith("welch_")]:
+    TABLES[_name] = (TABLES[_name][0] + HOLM, TABLES[_name][1])
 #: tables of one condition (Base unless `masgrid report --condition` says otherwise)
 PER_CONDITION = ("table2", "table3", "table8", "welch_protocols_tokens_n1")
 COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a model without one has no cost. "
@@ -168,8 +174,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
         written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
-        index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}: "
-                     "![figure 2](figure2.png)")
+        index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}, mean ± SE over runs "
+                     "([pdf](figure2.pdf)): ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
