@@ -23,6 +23,7 @@ import networkx as nx
 import pandas as pd
 
 from masgrid.envs.tasks import get_task
+from masgrid.site.run_data import Run
 
 
 def regenerate(config: dict[str, Any]) -> tuple[list[str], list[tuple[int, int]], list[int]]:
@@ -74,7 +75,7 @@ def violations(problem: str, names: list[str], edges: list[tuple[int, int]], ans
     return out
 
 
-def graph_view(run: pd.Series, agents: pd.DataFrame) -> dict[str, Any]:
+def graph_view(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
     """The page's graph data: nodes with position, name, answer, correct, Byzantine; edges; violations."""
     config = json.loads(run["config_json"])
     names, edges, byzantine = regenerate(config)

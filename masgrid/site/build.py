@@ -26,7 +26,7 @@ from masgrid.analysis.load import load_results
 from masgrid.site.agentsnet_graph import graph_view
 from masgrid.site.flows import flows, group_chat
 from masgrid.site.jsdata import write_data
-from masgrid.site.run_data import index_row, run_header
+from masgrid.site.run_data import Run, index_row, run_header
 from masgrid.site.transcripts import agent_transcripts
 
 PAGES = ("index.html", "run.html")
@@ -42,14 +42,14 @@ def _copy_assets(out: Path) -> None:
         (out / "assets" / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def cooperbench_view(run: pd.Series, events: pd.DataFrame) -> dict[str, Any] | None:
+def cooperbench_view(run: Run, events: pd.DataFrame) -> dict[str, Any] | None:
     """HOOK for CooperBench (built by other helpers): return {"diffs": [...], "merge": ...,
     "tests": [...]} for the run page's CooperBench panel (site.js `renderCooperBench`).
     Not implemented here; None shows the panel's "not available yet" note."""
     return None
 
 
-def family_view(run: pd.Series, agents: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any] | None:
+def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any] | None:
     """The family's own panel data, None when the family has none."""
     family = family_of(str(run["task"]))
     if family == "agentsnet":
@@ -64,7 +64,7 @@ def family_view(run: pd.Series, agents: pd.DataFrame, events: pd.DataFrame) -> d
     return None
 
 
-def build_run(run: pd.Series, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -> None:
+def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -> None:
     """Write the data files of one run under out/data/runs/<run_id>/."""
     folder = out / "data" / "runs" / str(run["run_id"])
     run_id = str(run["run_id"])
@@ -117,12 +117,13 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     events = loaded.events.groupby("run_id") if not loaded.events.empty else None
     empty_agents = pd.DataFrame(columns=["agent", "submission", "correct"])
     empty_events = pd.DataFrame(columns=["kind"])
-    for _, run in runs.iterrows():
+    records = runs.sort_values(["task", "protocol", "agents", "seed"]).to_dict("records")
+    for run in records:
         rid = run["run_id"]
         run_agents = agents.get_group(rid) if agents is not None and rid in agents.groups else empty_agents
         run_events = events.get_group(rid) if events is not None and rid in events.groups else empty_events
         build_run(run, run_agents, run_events, out)
-    rows = [index_row(run) for _, run in runs.sort_values(["task", "protocol", "agents", "seed"]).iterrows()]
+    rows = [index_row(run) for run in records]
     status = runs["status"].value_counts().to_dict()
     present = families_present(runs)
     write_data(out / "data" / "index.js", "index", {

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -14,6 +15,9 @@ from masgrid.platform.records import AGENT_COLUMNS, RUN_METRICS
 from masgrid.platform.schema_doc import UNITS
 from masgrid.site.jsdata import plain
 
+#: one runs row as a plain dict (column -> value); far cheaper to read than a pandas Series
+Run = dict[str, Any]
+
 #: family -> (its headline metric column, label): the index's "score" column
 SCORES = {"masbench": ("sr", "SR"), "silo": ("pcs", "P (partial correctness)"),
           "agentsnet": ("soft_score", "soft score"), "simas": ("accuracy", "accuracy")}
@@ -24,11 +28,11 @@ PROVENANCE = ("model", "model_preset", "backend", "temperature", "top_p", "max_t
 SETTING = ("task", "protocol", "agents", "k", "mode", "condition", "seed", "max_rounds", "graph", "experiment", "tags")
 
 
-def _get(run: pd.Series, key: str) -> Any:
-    return plain(run[key]) if key in run.index else None
+def _get(run: Run, key: str) -> Any:
+    return plain(run[key]) if key in run else None
 
 
-def status_note(run: pd.Series) -> str:
+def status_note(run: Run) -> str:
     """The status with why a run is not plainly ok (the page and the index show it)."""
     status = str(run.get("status"))
     if status in ("degraded", "invalid"):
@@ -41,7 +45,7 @@ def status_note(run: pd.Series) -> str:
     return status
 
 
-def index_row(run: pd.Series) -> dict[str, Any]:
+def index_row(run: Run) -> dict[str, Any]:
     """One row of the runs index."""
     family = family_of(str(run["task"])) or "other"
     score_col, score_label = SCORES.get(family, ("sr", "SR"))
@@ -56,6 +60,7 @@ def index_row(run: pd.Series) -> dict[str, Any]:
     return row
 
 
+@functools.lru_cache(maxsize=None)
 def ignored_keys(task: str) -> tuple[str, ...]:
     """Configuration keys the task never reads (docs/results.md): shown blank, not as a setting."""
     try:
@@ -64,7 +69,7 @@ def ignored_keys(task: str) -> tuple[str, ...]:
         return ()
 
 
-def metrics(run: pd.Series) -> list[dict[str, Any]]:
+def metrics(run: Run) -> list[dict[str, Any]]:
     """Every recorded (non-null) metric of the run with its unit and meaning."""
     out = []
     for name, (_, meaning) in RUN_METRICS.items():
@@ -84,7 +89,7 @@ def agents_table(agents: pd.DataFrame) -> dict[str, Any]:
     return {"columns": columns, "units": units, "rows": rows}
 
 
-def run_header(run: pd.Series, agents: pd.DataFrame) -> dict[str, Any]:
+def run_header(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
     """The run page's first screen: setting, status, provenance, metrics, agents, config."""
     config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else None
     setting = {k: _get(run, k) for k in SETTING}
