@@ -90,12 +90,12 @@ def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -
 def report_links(out: Path) -> dict[str, str]:
     """The Markdown reports next to the site (`masgrid report` writes them to its parent):
     label -> path relative to the site."""
-    links = {}
-    candidates = {"report index": "README.md", **{f"{label} report": f"{key}/{name}"
-                                                  for key, (label, _) in FAMILIES.items()
-                                                  for name in ("README.md", "agentsnet_report.md")}}
-    for label, rel in candidates.items():
-        if (out.parent / rel).is_file():
+    candidates = [("report index", "README.md")] + [
+        (f"{label} report", f"{key}/{name}") for key, (label, _) in FAMILIES.items()
+        for name in ("README.md", "agentsnet_report.md")]
+    links: dict[str, str] = {}
+    for label, rel in candidates:
+        if label not in links and (out.parent / rel).is_file():
             links[label] = f"../{rel}"
     return links
 
