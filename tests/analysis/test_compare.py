@@ -65,7 +65,7 @@ def test_a_setting_only_one_side_has_is_named_not_compared():
 
 
 def test_report_a_b_on_two_results_directories(tmp_path, capsys):
-    for side, seeds in (("a", (0, 1, 2)), ("b", (3, 4, 5))):
+    for side, seeds in (("a", (0, 1)), ("b", (2, 3))):
         for seed in seeds:
             cfg = RunConfig.from_mapping(dict(results_dir=str(tmp_path / side), task="sorting", protocol="kv", agents=2,
                                               k=2, seed=seed, execution={"executor": "local"}))
@@ -73,7 +73,7 @@ def test_report_a_b_on_two_results_directories(tmp_path, capsys):
     assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp")]) == 0
     table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
     assert set(table["metric"]) == {"sr", "success", "rounds", "tokens_total"}
-    assert (table["n_a"] == 3).all() and (table["n_b"] == 3).all()
+    assert (table["n_a"] == 2).all() and (table["n_b"] == 2).all()
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "p_holm" in text and "diff = mean_B - mean_A" in text
     assert main(["report", "nope-a", "nope-b", "--results", str(tmp_path / "a")]) == 2
