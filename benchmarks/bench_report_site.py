@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from masgrid.platform.config import RunConfig
 from masgrid.platform.recorder import Recorder
 from masgrid.site.build import build_site
@@ -105,15 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     base = ns.out or Path(tempfile.mkdtemp(prefix="bench-site-"))
     rows = []
     big = base / "big"
-    run_id = write_run(Recorder(big), big, ns.agents, ns.rounds, 0)
+    # --out with results from an earlier call: measure them again without rewriting them
+    reuse = (big / "runs").is_dir() and (base / "sweep" / "runs").is_dir()
+    run_id = write_run(Recorder(big), big, ns.agents, ns.rounds, 0) if not reuse else \
+        str(pd.read_parquet(big / "runs")["run_id"].iloc[0])
     ready = "body[data-ready='1'] #transcript[data-agent='0']"
     rows.append(measure(big, f"one run, {ns.agents} agents x {ns.rounds} rounds: run page", f"run.html#{run_id}", ready))
     sweep = base / "sweep"
-    recorder = Recorder(sweep)
-    start = time.perf_counter()
-    for seed in range(ns.sweep):
-        write_run(recorder, sweep, 4, 5, seed)
-    print(f"(wrote {ns.sweep} synthetic runs in {time.perf_counter() - start:.1f} s)")
+    if not reuse:
+        recorder = Recorder(sweep)
+        start = time.perf_counter()
+        for seed in range(ns.sweep):
+            write_run(recorder, sweep, 4, 5, seed)
+        print(f"(wrote {ns.sweep} synthetic runs in {time.perf_counter() - start:.1f} s)")
+    ns.sweep = len(pd.read_parquet(sweep / "runs"))
     rows.append(measure(sweep, f"sweep of {ns.sweep} runs (4 agents x 5 rounds): index page", "index.html",
                         f"#runs tbody tr:nth-child({ns.sweep})"))
     print("| case | build (s) | site (MiB) | page load (s) |\n|---|---|---|---|")

@@ -100,6 +100,16 @@ def report_links(out: Path) -> dict[str, str]:
     return links
 
 
+def _by_run(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """One frame per run, split in one pass. Text columns become plain Python objects first:
+    row-wise reads of pandas' Arrow-backed strings cost far more, and the site reads every row."""
+    if table.empty:
+        return {}
+    text = [c for c in table.columns if pd.api.types.is_string_dtype(table[c]) and table[c].dtype != object]
+    table = table.astype({c: object for c in text})
+    return {str(rid): frame for rid, frame in table.groupby("run_id", sort=False)}
+
+
 def build_site(results_dir: str | Path, out: str | Path | None = None,
                reports: dict[str, str] | None = None) -> Path:
     """Write the site and return its index.html. `reports`: label -> path (relative to
@@ -113,16 +123,14 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     if out.exists():
         shutil.rmtree(out / "data", ignore_errors=True)
     _copy_assets(out)
-    agents = loaded.agents.groupby("run_id") if not loaded.agents.empty else None
-    events = loaded.events.groupby("run_id") if not loaded.events.empty else None
+    agents = _by_run(loaded.agents)
+    events = _by_run(loaded.events)
     empty_agents = pd.DataFrame(columns=["agent", "submission", "correct"])
     empty_events = pd.DataFrame(columns=["kind"])
     records = runs.sort_values(["task", "protocol", "agents", "seed"]).to_dict("records")
     for run in records:
         rid = run["run_id"]
-        run_agents = agents.get_group(rid) if agents is not None and rid in agents.groups else empty_agents
-        run_events = events.get_group(rid) if events is not None and rid in events.groups else empty_events
-        build_run(run, run_agents, run_events, out)
+        build_run(run, agents.get(rid, empty_agents), events.get(rid, empty_events), out)
     rows = [index_row(run) for run in records]
     status = runs["status"].value_counts().to_dict()
     present = families_present(runs)
