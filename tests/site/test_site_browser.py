@@ -7,6 +7,7 @@ request leaves 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -138,11 +139,16 @@ def test_a_run_page_shows_the_transcript_heatmap_and_timeline_of_the_events(reco
     for i, j, c in cells:
         got[i][j] = c
     if task.startswith("agentsnet/"):
-        # every neighbour gets the message each round: the row sums are messages_sent per agent
-        sent = events[events["kind"] == "command"].groupby("agent")["messages_sent"].sum()
-        assert [sum(row) for row in got] == [int(sent.get(i, 0)) for i in range(n)]
-    else:
-        assert got == expected and sum(map(sum, got)) > 0
+        # a JSON object keyed by neighbour names; each agent's prompt tells it its own name
+        agents = pd.read_parquet(ui_results / "agents", filters=[("run_id", "==", run_id)])
+        names = {re.search(r"You are ([\w-]+)\.", row.system_prompt).group(1): int(row.agent)
+                 for row in agents.itertuples()}
+        sent = events[(events["kind"] == "command") & (events["verb"] == "messages") & (events["messages_sent"] > 0)]
+        for row in sent.itertuples():
+            for name in json.loads(row.text):
+                if name in names:
+                    expected[row.agent][names[name]] += 1
+    assert got == expected and sum(map(sum, got)) > 0
     rounds = events[events["kind"] == "command"].groupby(["phase", "round"]).size()
     boxes = page.locator("#timeline details.round")
     assert boxes.count() == len(rounds)
