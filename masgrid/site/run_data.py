@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from masgrid.analysis.families import FAMILIES, family_of
 from masgrid.envs.tasks import get_task
@@ -45,8 +46,36 @@ def status_note(run: Run) -> str:
     return status
 
 
+class IndexRow(BaseModel):
+    """One row of the runs index as site.js reads it (data/index.js): the boundary between the
+    Parquet tables and the page, checked here so a type change fails the build, not the page."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    experiment: str | None
+    tags: list[str] | None
+    task: str
+    protocol: str
+    agents: int
+    k: int | None
+    model: str | None
+    condition: str | None
+    seed: int | None
+    status: str
+    sr: float | None
+    success: bool | None
+    rounds: int | None
+    tokens_total: int | None
+    wall_s: float | None
+    model_error_rate: float | None
+    family: str
+    score: float | None
+    score_name: str
+    status_note: str
+
+
 def index_row(run: Run) -> dict[str, Any]:
-    """One row of the runs index."""
+    """One row of the runs index (an IndexRow, as a dict)."""
     family = family_of(str(run["task"])) or "other"
     score_col, score_label = SCORES.get(family, ("sr", "SR"))
     row = {key: _get(run, key) for key in ("run_id", "experiment", "tags", "task", "protocol", "agents", "k",
@@ -57,7 +86,7 @@ def index_row(run: Run) -> dict[str, Any]:
     for key in ignored_keys(str(run["task"])):
         if key in row:
             row[key] = None  # the column keeps what was asked, but the task never read it
-    return row
+    return IndexRow.model_validate(row).model_dump()
 
 
 @functools.lru_cache(maxsize=None)
