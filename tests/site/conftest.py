@@ -38,9 +38,11 @@ def server(site: Path) -> Iterator[str]:
     httpd.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(site: Path) -> Iterator[object]:
-    """After the site: the runs use asyncio.run, which Playwright's running loop would refuse."""
+    """One browser per module, closed with it: while Playwright's sync API is open its event
+    loop runs in this thread, and any later asyncio.run (every scripted run) is refused. The
+    site is built first for the same reason."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).is_file() or shutil.which("chromium") is None:
         pytest.skip("the Debian chromium package is not installed (make install-browser, as root: "
