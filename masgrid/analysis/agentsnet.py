@@ -218,7 +218,8 @@ def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
         ax.tick_params(axis="x", labelrotation=45)
     axes[0][0].set_ylabel("fraction solved (each task up to 0.2)")
     axes[0][-1].legend(fontsize=7, loc="upper right")
-    return save_figure(fig, path)
+    return save_figure(fig, path, "Each segment: a task's fraction solved / 5, mean over the cell's runs (graph "
+                                  "models and samples pooled, appendix C); a bar's height is the AgentsNet score.")
 
 
 def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -244,7 +245,8 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7)
-    return save_figure(fig, path)
+    return save_figure(fig, path, "Mean fraction solved per task and graph size over its cells' runs (appendix C); "
+                                  "band: ±1 standard error, propagated over cells.")
 
 
 # -- command line ---------------------------------------------------------------------------------

@@ -1,4 +1,12 @@
-"""MAS-Bench Figure 2: SR, R, TE and CR against N, one line per model (matplotlib PNG)."""
+"""Figures fit for a paper: MAS-Bench Figure 2, and how every report figure is written.
+
+Conventions (docs/report.md): the Okabe-Ito palette (distinguishable with the common colour
+vision deficiencies) for every figure the analysis draws; axis labels with units; rate axes
+fixed to 0-100 %; each point is a mean over runs with an error bar of ±1 standard error
+(sample SD / sqrt(n)) and its n written next to it; a caption under the panels says what was
+averaged over and what the bars are. Each figure is written as PNG at 200 dpi and as PDF
+(vector) with the same stem.
+"""
 
 from __future__ import annotations
 
@@ -8,40 +16,84 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on clusters and CI
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from masgrid.analysis.tables import scaling  # noqa: E402
+from masgrid.analysis.tables import completed, for_task  # noqa: E402
 
-PANELS = (("SR%", "(a) success rate SR (%)"), ("R", "(b) rounds R"), ("TE", "(c) token efficiency TE"),
-          ("CR%", "(d) communication ratio CR (%)"))
+#: Okabe & Ito (2008), colour-blind-safe qualitative palette
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
+DPI = 200
+#: (runs column, scale, panel title, y label, rate axis)
+PANELS = (("sr", 100.0, "(a) success rate", "SR (% of agents correct)", True),
+          ("rounds", 1.0, "(b) rounds", "R (model calls per agent, max)", False),
+          ("te", 1.0, "(c) token efficiency", "TE (elements per 10^5 tokens)", False),
+          ("cr", 100.0, "(d) communication ratio", "CR (% of tokens)", True))
 
 
 def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) -> Path:
-    """Lay out, write as PNG (parent folders created), close, and return the path. `note`
-    (e.g. which runs were left out) is printed under the panels."""
-    fig.tight_layout(rect=(0, 0.06, 1, 1) if note else None)
+    """Lay out, write as PNG (200 dpi) and PDF next to it (parent folders created), close,
+    and return the PNG's path. `note` (the caption: what was averaged, what the error bars
+    are, which runs were left out) is printed under the panels."""
     if note:
-        fig.text(0.01, 0.01, note, fontsize="small", ha="left", va="bottom")
+        fig.text(0.01, 0.01, note, fontsize="small", ha="left", va="bottom", wrap=True)
+        fig.tight_layout(rect=(0, 0.10, 1, 1))
+    else:
+        fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=DPI)
+    fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
     return path
 
 
-def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None,
-            condition: str | None = "base") -> Path:
-    """Write the four-panel scaling figure of one condition (Base unless asked) to `path`."""
-    data = scaling(runs, task, condition).reset_index()
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
-    for ax, (col, title) in zip(axes, PANELS):
-        for model, frame in data.groupby("model"):
+def mean_se(runs: pd.DataFrame, keys: list[str], column: str, scale: float = 1.0) -> pd.DataFrame:
+    """Per cell of `keys`: mean, standard error (sample SD / sqrt(n); NaN for n = 1) and n of
+    `column` over runs, times `scale`. Runs without a value are not counted."""
+    values = runs[[*keys, column]].dropna(subset=[column])
+    grouped = values.groupby(keys)[column]
+    out = pd.DataFrame({"mean": grouped.mean() * scale, "sd": grouped.std(ddof=1) * scale, "n": grouped.count()})
+    out["se"] = out["sd"] / np.sqrt(out["n"])
+    return out.reset_index()
+
+
+def figure2_figure(runs: pd.DataFrame, task: str | None = "sorting", note: str | None = None,
+                   condition: str | None = "base") -> tuple["plt.Figure", str]:
+    """The four-panel scaling figure of one condition and its caption (not yet written)."""
+    ok = completed(for_task(runs, task, condition))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
+    ns = sorted(ok["agents"].dropna().unique())
+    for ax, (col, scale, title, ylabel, rate) in zip(axes, PANELS):
+        stats = mean_se(ok, ["model", "agents"], col, scale) if col in ok.columns else pd.DataFrame()
+        for model, frame in (stats.groupby("model") if not stats.empty else []):
             frame = frame.sort_values("agents")
-            ax.plot(frame["agents"], frame[col], marker="o", label=str(model))
+            ax.errorbar(frame["agents"], frame["mean"], yerr=frame["se"].fillna(0), marker="o", capsize=3,
+                        label=str(model))
+            for x, y, n in zip(frame["agents"], frame["mean"], frame["n"]):
+                ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6)
         ax.set_title(title)
         ax.set_xlabel("agents N")
-        ax.set_xticks(sorted(data["agents"].unique()))
+        ax.set_ylabel(ylabel)
+        if ns:
+            ax.set_xticks(ns)
+        if rate:
+            ax.set_ylim(0, 100)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small")
-    fig.suptitle(f"condition: {condition or 'all conditions pooled'}", fontsize="small")
-    return save_figure(fig, path, note)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize="small", title="model")
+    what = f"condition {condition}" if condition else "all conditions pooled"
+    caption = (f"Task {task or 'all'}, {what}. Each point: mean over n runs (n written next to it) of the per-run "
+               "metric, K, input families and protocols pooled; error bars: ±1 standard error over runs "
+               "(none where n = 1).")
+    if note:
+        caption += " " + note
+    return fig, caption
+
+
+def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None,
+            condition: str | None = "base") -> Path:
+    """Write the four-panel scaling figure of one condition (Base unless asked) to `path` (+ PDF)."""
+    fig, caption = figure2_figure(runs, task, note, condition)
+    return save_figure(fig, path, caption)

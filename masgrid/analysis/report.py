@@ -1,4 +1,9 @@
-"""`masgrid report RESULTS_DIR`: every MAS-Bench table (Markdown + CSV) and figure in one folder."""
+"""`masgrid report RESULTS_DIR`: every table (Markdown + CSV) and figure of the families present.
+
+MAS-Bench tables and figures sit at the top of the report folder; every other family's
+report (SILO-Bench, AgentsNet, SIMAS) goes to a subfolder named after it, computed from its
+own runs only (analysis/families.py). A directory without MAS-Bench runs gets no MAS-Bench
+tables at all."""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from masgrid.analysis import cooper, figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, stats, tables
+from masgrid.analysis import (figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, spread,
+                              stats, tables)
+from masgrid.analysis.families import FAMILIES, families_present, write_family_reports
 from masgrid.analysis.integrity import check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
@@ -30,6 +37,8 @@ def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None
 #: 10 compare tasks; the others describe the main task (sorting when recorded).
 TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
+    "table1_spread": ("Table 1 with n and dispersion: runs, mean, sample SD and SE of SR%, R, TE, CR% per cell",
+                      spread.table1_spread),
     "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
     "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
     "table4": ("Table 4: tokens, communication share and cost per model (all MAS-Bench tasks and conditions)",
@@ -51,6 +60,9 @@ TABLES: dict[str, tuple[str, Builder]] = {
     "welch_protocols_tokens_n1": ("Welch's t-tests, total tokens per run at N=1: between protocols (G.2)",
                                   _welch("tokens_total", "protocol", (), None, n1=True)),
 }
+HOLM = "; p uncorrected, p_holm Holm-adjusted over the table's tests"
+for _name in [n for n in TABLES if n.startswith("welch_")]:
+    TABLES[_name] = (TABLES[_name][0] + HOLM, TABLES[_name][1])
 #: tables of one condition (Base unless `masgrid report --condition` says otherwise)
 PER_CONDITION = ("table2", "table3", "table8", "welch_protocols_tokens_n1")
 COST_NOTE = ("Cost uses the `price` of each run's model preset (conf/model); a model without one has no cost. "
@@ -83,7 +95,8 @@ def masbench_only(runs: pd.DataFrame, results_dir: Path) -> tuple[pd.DataFrame, 
     left_out = ", ".join(f"{n} {t}" for t, n in others.items())
     if mine.empty:
         raise ValueError(f"no MAS-Bench runs under {results_dir} ({left_out}); use their own reports: {OTHER_REPORTS}")
-    note = f"Left out (not MAS-Bench, see their own reports: {OTHER_REPORTS}): {left_out}." if left_out else ""
+    note = (f"Left out (not MAS-Bench; their own reports are listed under Families): {left_out}."
+            if left_out else "")
     task = next(t for t in MASBENCH_TASKS if (mine["task"] == t).any())
     return mine, task, note
 
@@ -110,24 +123,23 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     recorded = f"{len(runs)} runs ({_counts(runs)})"
-    # CooperBench runs get their own section next to the MAS-Bench tables (imported here, so that
-    # `python -m masgrid.analysis.cooper_report` does not find itself imported by the package)
-    from masgrid.analysis import cooper_report
-
-    section = cooper_report.write_section(runs, loaded.events, out / "cooper", str(results_dir)) \
-        if cooper.is_cooper(runs) else []
-    if section and not runs["task"].isin(MASBENCH_TASKS).any():
-        (out / "README.md").write_text(f"# masgrid report\n\nResults: `{results_dir.resolve()}`, {recorded}.\n\n"
-                                       "- [CooperBench](cooper/README.md)\n", encoding="utf-8")
-        return [out / "README.md", *written, *section]
-    written += section
+    present = families_present(runs)
+    reports = write_family_reports(results_dir, out, present)
+    written += [path for path, _ in reports.values() if path is not None]
+    family_lines = ["## Families", "", *(f"- {line}" for _, line in reports.values()), ""] if reports else []
+    if "masbench" not in present:
+        labels = ", ".join(FAMILIES[f][0] for f in present) or "no known benchmark family"
+        index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "",
+                 f"Families recorded: {labels}; no MAS-Bench runs, so no MAS-Bench tables.", "",
+                 *family_lines, "[Runs recorded per task, protocol and model](overview.md)", ""]
+        (out / "README.md").write_text("\n".join(index), encoding="utf-8")
+        return [out / "README.md", *written]
     runs, task, left_out = masbench_only(runs, results_dir)
     note = f"Runs: {exclusion_note(runs)} {approximate_token_note(tables.completed(runs))}".rstrip()
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "", note, ""]
     if left_out:
         index += [left_out, ""]
-    if section:
-        index += ["- [CooperBench](cooper/README.md)", ""]
+    index += family_lines
     if loaded.damaged:
         index += ["Damaged files set aside (a resume re-runs their runs):", "",
                   *(f"- {line}" for line in describe(loaded.damaged)), ""]
@@ -163,8 +175,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
         written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
-        index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}: "
-                     "![figure 2](figure2.png)")
+        index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}, mean ± SE over runs "
+                     "([pdf](figure2.pdf)): ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]

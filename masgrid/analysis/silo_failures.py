@@ -284,7 +284,7 @@ def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, tit
     ax.set_ylabel("sender")
     ax.set_title(title or f"run {run_id}")
     fig.colorbar(image, ax=ax, label="messages")
-    return save_figure(fig, path)
+    return save_figure(fig, path, "Cell: messages from the sender that reached the receiver (SFS: reads of a file the sender wrote), this one run.")
 
 
 def _roman(level: int) -> str:

@@ -45,7 +45,9 @@ def inverted_u(runs: pd.DataFrame, path: str | Path, condition: str = "base", no
         ax.legend(fontsize="x-small")
     if not groups:
         axes[0].text(0.5, 0.5, "no SIMAS runs", ha="center")
-    return save_figure(fig, path, note)
+    caption = ("Each point: accuracy over the cell's questions, mean over repeats; error bars: ±1 population standard "
+               "deviation over repeats (the spread the accuracy table reports), not a standard error.")
+    return save_figure(fig, path, f"{caption} {note}" if note else caption)
 
 
 def accuracy_vs_tokens(runs: pd.DataFrame, path: str | Path, note: str | None = None) -> Path:
@@ -62,7 +64,8 @@ def accuracy_vs_tokens(runs: pd.DataFrame, path: str | Path, note: str | None = 
     ax.set_xlabel("tokens per question (prompt + completion, log)")
     ax.set_ylabel("accuracy (%), mean over subjects")
     ax.legend(fontsize="x-small")
-    return save_figure(fig, path, note)
+    caption = "Each point: one n, accuracy and tokens per question averaged over subjects (no error bars)."
+    return save_figure(fig, path, f"{caption} {note}" if note else caption)
 
 
 def cot_vs_simas(runs: pd.DataFrame, path: str | Path, note: str | None = None) -> Path:

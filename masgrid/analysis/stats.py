@@ -5,6 +5,10 @@ pair where either side has fewer than two runs, or both sides have zero variance
 NaN statistic and p-value rather than an error (deterministic scripted runs do that).
 `diff` and `t` have the same sign: group_b minus group_a (the condition or protocol compared
 with the reference), so a positive t means group_b is higher.
+
+Every table of tests is one family for multiple comparisons: `p_holm` is Holm's step-down
+adjustment over all its defined p-values (controls the family-wise error rate without
+assuming independence); `p` stays the uncorrected value, shown next to it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,25 @@ from scipy import stats
 
 from masgrid.analysis.tables import completed
 
-WELCH_COLUMNS = ["metric", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b", "diff", "t", "p"]
+WELCH_COLUMNS = ["metric", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b", "sd_a", "sd_b", "diff", "t", "p",
+                 "p_holm"]
+
+
+def holm(p: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values, in the input order; NaN (undefined tests) stay NaN and do not
+    count towards the number of tests."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    defined = np.flatnonzero(~np.isnan(p))
+    m = len(defined)
+    if not m:
+        return out
+    order = defined[np.argsort(p[defined], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
 
 
 def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
@@ -59,6 +81,13 @@ def welch_tests(runs: pd.DataFrame, metric: str = "sr", between: str = "conditio
             t, p = welch(b, a)  # t and diff both read group_b - group_a (positive: b higher)
             rows.append({**dict(zip(by, cell)), "metric": metric, "group_a": ga, "group_b": gb,
                          "n_a": len(a), "n_b": len(b), "mean_a": float(np.nanmean(a)),
-                         "mean_b": float(np.nanmean(b)), "diff": float(np.nanmean(b) - np.nanmean(a)),
-                         "t": t, "p": p})
-    return pd.DataFrame(rows, columns=[*by, *WELCH_COLUMNS])
+                         "mean_b": float(np.nanmean(b)), "sd_a": _sd(a), "sd_b": _sd(b),
+                         "diff": float(np.nanmean(b) - np.nanmean(a)), "t": t, "p": p})
+    out = pd.DataFrame(rows, columns=[c for c in [*by, *WELCH_COLUMNS] if c != "p_holm"])
+    out["p_holm"] = holm(out["p"]) if not out.empty else pd.Series(dtype=float)
+    return out
+
+
+def _sd(values: np.ndarray) -> float:
+    """Sample standard deviation (ddof 1), NaN below two values."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")

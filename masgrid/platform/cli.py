@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, judge, show, serve, cooper."""
+"""`masgrid` command line: run (Hydra), instance, score, report, view, judge, show, serve, up/down, cooper."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.cluster import cluster_command
 
         return cluster_command(command, rest)
+    if command == "view":
+        from masgrid.site.serve import view_command
+
+        return view_command(rest)
     if command == "serve":
         from masgrid.platform.serving import serve_command
 
@@ -57,7 +61,9 @@ USAGE = """usage:
   masgrid run [-m] [key=value ...]        run one configuration (or a Hydra multirun sweep)
   masgrid instance TASK [key=value ...]   print a generated instance as JSON
   masgrid score TASK --instance FILE --answers FILE [--json]
-  masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C]  write every table (Markdown, CSV) and figure of a results directory
+  masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C] [--no-site]  every table (Markdown, CSV), figure and the HTML site (report/site)
+  masgrid report A B [--results DIR] [--out DIR]  two results directories (or experiments) side by side, Welch + Holm
+  masgrid view RESULTS_DIR [--port P] [--rebuild]  serve the HTML site on 127.0.0.1 and print its address
   masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
@@ -284,13 +290,43 @@ def _report(args: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="masgrid report")
     parser.add_argument("results_dir", type=Path)
+    parser.add_argument("other", nargs="?", default=None,
+                        help="compare with this: a second results directory, or (with two experiment names) the "
+                             "experiment B inside --results")
+    parser.add_argument("--results", type=Path, default=Path("results"),
+                        help="where experiment names are looked up (default ./results)")
     parser.add_argument("--out", type=Path, default=None, help="report folder (default RESULTS_DIR/report)")
     parser.add_argument("--include-invalid", action="store_true",
                         help="also use runs whose model calls failed above validity.max_model_error_rate")
     parser.add_argument("--condition", default="base",
                         help="the condition Tables 2, 3, 8 and Figure 2 describe (default base)")
+    parser.add_argument("--no-site", action="store_true", help="skip the HTML site (OUT/site)")
     ns = parser.parse_args(args)
-    return write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid, condition=ns.condition)
+    if ns.other is not None:
+        return _compare(ns.results_dir, ns.other, ns.out, ns.results)
+    status = write_report(ns.results_dir, ns.out, with_invalid=ns.include_invalid, condition=ns.condition)
+    if status or ns.no_site:
+        return status
+    from masgrid.site.build import build_site
+
+    out = ns.out if ns.out is not None else ns.results_dir / "report"
+    index = build_site(ns.results_dir, out / "site")
+    print(f"site: {index} (masgrid view {ns.results_dir} serves it on 127.0.0.1)")
+    return 0
+
+
+def _compare(a: Path, b: str, out: Path | None, results: Path) -> int:
+    from masgrid.analysis.compare import write_comparison
+
+    if out is None:
+        out = (a if a.is_dir() else results) / "report" / "compare"
+    try:
+        files = write_comparison(str(a), b, out, results)
+    except ValueError as exc:
+        print(f"masgrid report: {exc}", file=sys.stderr)
+        return 2
+    print(f"comparison: {files[0]}")
+    return 0
 
 
 if __name__ == "__main__":

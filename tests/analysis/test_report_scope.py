@@ -1,6 +1,6 @@
-"""`masgrid report` is the MAS-Bench report: AgentsNet runs recorded in the same results
-directory stay out of its tables (their metrics mean something else) and the index says so;
-a directory without MAS-Bench runs is a one-line error naming the other reports."""
+"""`masgrid report`: AgentsNet runs recorded in the same results directory stay out of the
+MAS-Bench tables (their metrics mean something else) and get their own report in a
+subfolder; a directory without MAS-Bench runs gets no MAS-Bench tables."""
 
 from __future__ import annotations
 
@@ -40,9 +40,21 @@ def test_other_benchmarks_stay_out_of_the_masbench_tables(mixed, tmp_path):
     assert "local" not in table1 and "broadcast" in table1
 
 
-def test_a_directory_without_masbench_runs_is_a_clear_error(tmp_path):
+def test_a_directory_without_masbench_runs_gets_no_masbench_tables(tmp_path):
     root = tmp_path / "an"
     _run(root, task="agentsnet/vertex_cover", protocol="local", agents=4, graph="ws", seed=0)
-    with pytest.raises(ValueError, match=r"no MAS-Bench runs under .* \(1 agentsnet/vertex_cover\); use their own "
-                                         r"reports: AgentsNet: python -m masgrid.analysis.agentsnet"):
-        build_report(root, tmp_path / "report")
+    files = build_report(root, tmp_path / "report")
+    names = {p.name for p in files}
+    assert not any(n.startswith(("table", "welch", "failure", "figure")) for n in names), names
+    assert not list((tmp_path / "report").glob("table*"))
+    index = (tmp_path / "report" / "README.md").read_text()
+    assert "no MAS-Bench runs, so no MAS-Bench tables" in index and "Families recorded: AgentsNet" in index
+    assert (tmp_path / "report" / "agentsnet" / "agentsnet_report.md").is_file()
+    assert "agentsnet/agentsnet_report.md" in index
+
+
+def test_each_family_report_keeps_to_its_own_runs(mixed, tmp_path):
+    build_report(mixed, tmp_path)
+    agentsnet = (tmp_path / "agentsnet" / "agentsnet_report.md").read_text()
+    assert "2 of 2 runs used" in agentsnet, agentsnet[:400]  # its two runs, not the two MAS-Bench ones
+    assert "max" not in agentsnet.split("##")[0].replace("max_", "")

@@ -1,0 +1,1 @@
+"""The static report site: `masgrid report` builds it, `masgrid view` serves it (docs/report.md)."""

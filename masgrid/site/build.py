@@ -1,0 +1,141 @@
+"""Build the static report site of a results directory (docs/report.md).
+
+Layout under `out` (RESULTS_DIR/report/site by default):
+  index.html, run.html, assets/          the pages, our own CSS and JS (nothing external)
+  data/index.js                          every run's index row, the families, the reports
+  data/runs/<run_id>/header.js           setting, status, provenance, metrics, agents table
+  data/runs/<run_id>/flows.js            sender x receiver heatmap and round timeline
+  data/runs/<run_id>/agent-<i>.js        agent i's transcript (loaded when it is opened)
+  data/runs/<run_id>/family.js           AgentsNet graph, SIMAS group chat (when they apply)
+A run page loads its header first and the rest only when needed, so a 100-agent,
+100-round run opens without reading its transcripts (benchmarks/bench_report_site.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timezone
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from masgrid.analysis.families import FAMILIES, families_present, family_of
+from masgrid.analysis.load import load_results
+from masgrid.site.agentsnet_graph import graph_view
+from masgrid.site.flows import flows, group_chat
+from masgrid.site.jsdata import write_data
+from masgrid.site.run_data import Run, index_row, run_header
+from masgrid.site.transcripts import agent_transcripts
+
+PAGES = ("index.html", "run.html")
+ASSETS = ("site.css", "site.js")
+
+
+def _copy_assets(out: Path) -> None:
+    source = files("masgrid.site") / "assets"
+    (out / "assets").mkdir(parents=True, exist_ok=True)
+    for name in PAGES:
+        (out / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in ASSETS:
+        (out / "assets" / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def cooperbench_view(run: Run, events: pd.DataFrame) -> dict[str, Any] | None:
+    """HOOK for CooperBench (built by other helpers): return {"diffs": [...], "merge": ...,
+    "tests": [...]} for the run page's CooperBench panel (site.js `renderCooperBench`).
+    Not implemented here; None shows the panel's "not available yet" note."""
+    return None
+
+
+def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any] | None:
+    """The family's own panel data, None when the family has none."""
+    family = family_of(str(run["task"]))
+    if family == "agentsnet":
+        try:
+            return {"kind": "agentsnet", "graph": graph_view(run, agents)}
+        except (ValueError, KeyError) as exc:  # e.g. a config this code cannot regenerate
+            return {"kind": "agentsnet", "error": f"graph not drawn: {exc}"}
+    if family == "simas":
+        return {"kind": "simas", "chat": group_chat(events)}
+    if family == "cooper":
+        return {"kind": "cooperbench", "view": cooperbench_view(run, events)}
+    return None
+
+
+def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -> None:
+    """Write the data files of one run under out/data/runs/<run_id>/."""
+    folder = out / "data" / "runs" / str(run["run_id"])
+    run_id = str(run["run_id"])
+    header = run_header(run, agents)
+    view = family_view(run, agents, events)
+    names = None
+    if view and view.get("kind") == "agentsnet" and "graph" in view:
+        names = [node["name"] for node in view["graph"]["nodes"]]
+    n = int(run["agents"])
+    header["has_events"] = not events.empty
+    header["family_panel"] = view is not None
+    transcripts = agent_transcripts(events) if not events.empty else {}
+    header["transcript_agents"] = sorted(transcripts)
+    write_data(folder / "header.js", f"run:{run_id}:header", header)
+    write_data(folder / "flows.js", f"run:{run_id}:flows", flows(events, n, names) if not events.empty
+               else {"heatmap": [[0] * n for _ in range(n)], "rounds": []})
+    for agent, entries in transcripts.items():
+        write_data(folder / f"agent-{agent}.js", f"run:{run_id}:agent:{agent}", entries)
+    if view is not None:
+        write_data(folder / "family.js", f"run:{run_id}:family", view)
+
+
+def report_links(out: Path) -> dict[str, str]:
+    """The Markdown reports next to the site (`masgrid report` writes them to its parent):
+    label -> path relative to the site."""
+    candidates = [("report index", "README.md")] + [
+        (f"{label} report", f"{key}/{name}") for key, (label, _) in FAMILIES.items()
+        for name in ("README.md", "agentsnet_report.md")]
+    links: dict[str, str] = {}
+    for label, rel in candidates:
+        if label not in links and (out.parent / rel).is_file():
+            links[label] = f"../{rel}"
+    return links
+
+
+def _by_run(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """One frame per run, split in one pass. Text columns become plain Python objects first:
+    row-wise reads of pandas' Arrow-backed strings cost far more, and the site reads every row."""
+    if table.empty:
+        return {}
+    text = [c for c in table.columns if pd.api.types.is_string_dtype(table[c]) and table[c].dtype != object]
+    table = table.astype({c: object for c in text})
+    return {str(rid): frame for rid, frame in table.groupby("run_id", sort=False)}
+
+
+def build_site(results_dir: str | Path, out: str | Path | None = None,
+               reports: dict[str, str] | None = None) -> Path:
+    """Write the site and return its index.html. `reports`: label -> path (relative to
+    `out`) of the Markdown reports to link from the index. ValueError if no runs."""
+    results_dir = Path(results_dir)
+    out = Path(out) if out is not None else results_dir / "report" / "site"
+    loaded = load_results(results_dir)
+    runs = loaded.runs
+    if runs.empty:
+        raise ValueError(f"no runs recorded under {results_dir}")
+    if out.exists():
+        shutil.rmtree(out / "data", ignore_errors=True)
+    _copy_assets(out)
+    agents = _by_run(loaded.agents)
+    events = _by_run(loaded.events)
+    empty_agents = pd.DataFrame(columns=["agent", "submission", "correct"])
+    empty_events = pd.DataFrame(columns=["kind"])
+    records = runs.sort_values(["task", "protocol", "agents", "seed"]).to_dict("records")
+    for run in records:
+        rid = run["run_id"]
+        build_run(run, agents.get(rid, empty_agents), events.get(rid, empty_events), out)
+    rows = [index_row(run) for run in records]
+    status = runs["status"].value_counts().to_dict()
+    present = families_present(runs)
+    write_data(out / "data" / "index.js", "index", {
+        "results_dir": str(results_dir.resolve()), "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "families": [FAMILIES[f][0] for f in present], "status": status, "runs": rows,
+        "reports": reports if reports is not None else report_links(out), "damaged": len(loaded.damaged)})
+    return out / "index.html"
