@@ -12,7 +12,6 @@ from masgrid.envs.tasks.cooper.evaluate import agent_patch, evaluate_patches
 from masgrid.envs.tasks.cooper.gitops import scratch_clone
 from masgrid.envs.tasks.cooper.layout import CooperDataError
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
-from masgrid.envs.tasks.cooper.testenv import ensure_env, env_key
 from tests.envs.tasks.cooper.synthetic_helpers import build_pool, eval_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
@@ -114,17 +113,6 @@ def test_patches_that_do_not_apply_or_name_unknown_features(setup):
     assert result.feature_pass == {1: False, 3: True} and any("did not apply" in n for n in result.notes)
     with pytest.raises(CooperDataError, match="no feature"):
         evaluate_patches(task, {1: bogus, 9: bogus}, pool.repos_dir, sandbox=sandbox, cache_dir=cache)
-
-
-def test_environment_is_built_once_per_requirement_set(setup, tmp_path):
-    pool, task, _, cache = setup
-    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "t")
-    first = ensure_env(tree, tmp_path / "c")
-    again = ensure_env(tree, tmp_path / "c")
-    assert (first.reused, again.reused) == (False, True) and first.key == again.key
-    assert first.mode == "host-pytest" and first.python.exists()
-    (tree / "requirements.txt").write_text("attrs\n")
-    assert env_key(tree) != first.key
 
 
 def test_three_agents_merge_in_turn(setup):
