@@ -122,3 +122,17 @@ def test_three_agents_merge_in_turn(setup):
                               cache_dir=cache)
     assert result.merge_stage == "union" and result.conflicts == {"naive": 1, "union": 0}
     assert result.feature_pass == {3: True, 4: True, 5: True} and result.success
+
+
+def test_a_conflict_union_cannot_resolve_fails_every_feature(setup, tmp_path):
+    """One agent deletes core.py, the other edits it: modify/delete survives union -> failed."""
+    pool, task, sandbox, cache = setup
+    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "deleter")
+    (tree / "textkit" / "core.py").unlink()
+    deletion = agent_patch(tree, task.base_commit)
+    assert deletion.startswith("diff --git a/textkit/core.py") and "deleted file mode" in deletion
+    result = evaluate_patches(task, {1: deletion, 3: task.features[3].patch}, pool.repos_dir, sandbox=sandbox,
+                              cache_dir=cache)
+    assert result.merge_stage == "failed" and result.conflicts == {"naive": 1, "union": 1}
+    assert result.feature_pass == {1: False, 3: False} and result.feature_tests == {} and not result.success
+    assert any("no merge stage" in n for n in result.notes)
