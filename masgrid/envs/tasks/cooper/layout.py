@@ -18,13 +18,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from masgrid.envs.tasks.cooper.shellvars import assignments, expand_words, logical_lines, split
+
 #: directory names of a pool and of a task inside it
 _POOL_RE = re.compile(r"^[A-Za-z0-9_.-]+_task$")
 _TASK_RE = re.compile(r"^task(\d+)$")
 _FEATURE_RE = re.compile(r"^feature(\d+)$")
 #: `BASE_COMMIT="<sha>"` and the `git clone <url>` line of setup.sh
-_BASE_RE = re.compile(r"""^\s*BASE_COMMIT=["']?([0-9a-fA-F]{7,40})["']?\s*$""", re.MULTILINE)
-_CLONE_RE = re.compile(r"git clone\s+(?:--\S+\s+)*[\"']?(\S+?)(?:\.git)?[\"']?(?:\s|$)")
+_BASE_RE = re.compile(r"""^\s*BASE_COMMIT=["']?([0-9a-fA-F]{7,40})["']?\s*(?:#.*)?$""", re.MULTILINE)
 
 
 class CooperDataError(ValueError):
@@ -79,10 +80,14 @@ def parse_setup(text: str, path: Path) -> tuple[str, str]:
     base = _BASE_RE.search(text)
     if base is None:
         raise CooperDataError(f"{path} has no BASE_COMMIT=<sha> line")
-    clone = _CLONE_RE.search(text)
-    if clone is None:
-        raise CooperDataError(f"{path} has no 'git clone <url>' line naming the source repository")
-    return repo_from_url(clone.group(1)), base.group(1).lower()
+    values = assignments(text)
+    for line in logical_lines(text):
+        words = split(line) or []
+        if words[:2] == ["git", "clone"]:
+            urls = [w for w in expand_words(words[2:], values) if not w.startswith("-")]
+            if urls and "$" not in urls[0]:
+                return repo_from_url(urls[0]), base.group(1).lower()
+    raise CooperDataError(f"{path} has no 'git clone <url>' line naming the source repository")
 
 
 def task_dir(data_dir: Path, pool: str, task_id: int) -> Path:

@@ -14,13 +14,14 @@ counts as nothing passed.
 
 from __future__ import annotations
 
+import ast
 import re
-import shlex
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from masgrid.envs.tasks.cooper.layout import CooperDataError
+from masgrid.envs.tasks.cooper.shellvars import assignments, expand_words, logical_lines, split
 
 #: shell tokens that end the pytest command on its line
 _STOP = {"2>&1", "|", "||", "&&", ";", ">", ">>", "2>", "&", "|&"}
@@ -28,6 +29,8 @@ _STOP = {"2>&1", "|", "||", "&&", ";", ">", ">>", "2>", "&", "|&"}
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)\b")
 #: the summary line: outcomes (or "no tests ran") followed by the duration
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran)\s+in\s+[\d.]+s\b.*$", re.MULTILINE)
+#: pytest run from an inline Python block: pytest.main(["tests/x.py", "-v"])
+_PYTEST_MAIN = re.compile(r"pytest\.main\((\[[^\]]*\])")
 #: characters of output kept per feature in the result
 OUTPUT_TAIL = 4000
 
@@ -60,27 +63,44 @@ class FeatureTestResult(BaseModel):
 
 def pytest_args(test_script: str) -> list[str]:
     """The arguments of the script's pytest run (what follows `pytest`), e.g.
-    ["tests/test_ext.py", "-v"]; the line after RUNNING_TESTS wins when there is one."""
-    lines = test_script.splitlines()
+    ["tests/test_ext.py", "-v"]; the first run after RUNNING_TESTS wins when there is one.
+    Variables set unconditionally in the script are expanded (shellvars.py); `pytest.main([...])`
+    in an inline Python block counts too."""
+    lines = logical_lines(test_script)
+    values = assignments(test_script)
     marker = next((i for i, line in enumerate(lines) if "RUNNING_TESTS" in line), -1)
     for line in lines[marker + 1:] + lines[:marker + 1]:
-        text = line.split("#", 1)[0].strip()
-        if not text or re.search(r"\bpip\b|\buv\b", text):
-            continue
-        try:
-            words = shlex.split(text)
-        except ValueError:
-            continue
-        if "pytest" not in words:
+        inline = _PYTEST_MAIN.search(line)
+        if inline:
+            try:
+                return [str(a) for a in ast.literal_eval(inline.group(1))]
+            except (ValueError, SyntaxError):
+                continue
+        words = split(line)
+        at = _pytest_word(words or [])
+        if at is None or {"pip", "uv"} & set(words or []):
             continue
         args: list[str] = []
-        for word in words[words.index("pytest") + 1:]:
+        for word in (words or [])[at + 1:]:
             if word in _STOP or word.startswith((">", "2>")):
                 break
             args.append(word)
+        args = expand_words(args, values)
+        unresolved = [a for a in args if "$" in a]
+        if unresolved:
+            raise CooperDataError(f"the task's pytest command uses shell values set only at run time "
+                                  f"({' '.join(unresolved)}); masgrid does not guess them")
         return args
     raise CooperDataError("the task's run_tests.sh runs no pytest command; only pytest-based pools can be "
                           "evaluated here")
+
+
+def _pytest_word(words: list[str]) -> int | None:
+    """Index of the word that runs pytest (`pytest ...`, `.venv/bin/pytest ...`, `... -m pytest ...`)."""
+    for i, word in enumerate(words):
+        if (word == "pytest" and i > 0 and words[i - 1] == "-m") or (i == 0 and word.split("/")[-1] == "pytest"):
+            return i
+    return None
 
 
 def parse_pytest_summary(output: str) -> TestCounts:

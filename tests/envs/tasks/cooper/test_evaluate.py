@@ -12,7 +12,6 @@ from masgrid.envs.tasks.cooper.evaluate import agent_patch, evaluate_patches
 from masgrid.envs.tasks.cooper.gitops import scratch_clone
 from masgrid.envs.tasks.cooper.layout import CooperDataError
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
-from masgrid.envs.tasks.cooper.testenv import ensure_env, env_key
 from tests.envs.tasks.cooper.synthetic_helpers import build_pool, eval_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
@@ -116,17 +115,6 @@ def test_patches_that_do_not_apply_or_name_unknown_features(setup):
         evaluate_patches(task, {1: bogus, 9: bogus}, pool.repos_dir, sandbox=sandbox, cache_dir=cache)
 
 
-def test_environment_is_built_once_per_requirement_set(setup, tmp_path):
-    pool, task, _, cache = setup
-    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "t")
-    first = ensure_env(tree, tmp_path / "c")
-    again = ensure_env(tree, tmp_path / "c")
-    assert (first.reused, again.reused) == (False, True) and first.key == again.key
-    assert first.mode == "host-pytest" and first.python.exists()
-    (tree / "requirements.txt").write_text("attrs\n")
-    assert env_key(tree) != first.key
-
-
 def test_three_agents_merge_in_turn(setup):
     """Appendix F's scaling: 3 branches merged one after another; 4 and 5 conflict, union resolves."""
     pool, task, sandbox, cache = setup
@@ -134,3 +122,17 @@ def test_three_agents_merge_in_turn(setup):
                               cache_dir=cache)
     assert result.merge_stage == "union" and result.conflicts == {"naive": 1, "union": 0}
     assert result.feature_pass == {3: True, 4: True, 5: True} and result.success
+
+
+def test_a_conflict_union_cannot_resolve_fails_every_feature(setup, tmp_path):
+    """One agent deletes core.py, the other edits it: modify/delete survives union -> failed."""
+    pool, task, sandbox, cache = setup
+    tree = scratch_clone(pool.repos_dir / "textkit", task.base_commit, tmp_path / "deleter")
+    (tree / "textkit" / "core.py").unlink()
+    deletion = agent_patch(tree, task.base_commit)
+    assert deletion.startswith("diff --git a/textkit/core.py") and "deleted file mode" in deletion
+    result = evaluate_patches(task, {1: deletion, 3: task.features[3].patch}, pool.repos_dir, sandbox=sandbox,
+                              cache_dir=cache)
+    assert result.merge_stage == "failed" and result.conflicts == {"naive": 1, "union": 1}
+    assert result.feature_pass == {1: False, 3: False} and result.feature_tests == {} and not result.success
+    assert any("no merge stage" in n for n in result.notes)
