@@ -53,7 +53,7 @@ def test_masgrid_report_writes_the_cooper_section(results, tmp_path):
     root, runs = results
     files = build_report(root, tmp_path)
     section = tmp_path / "cooper"
-    assert "[CooperBench](cooper/README.md)" in (tmp_path / "README.md").read_text()
+    assert "CooperBench: [cooper/README.md](cooper/README.md)" in (tmp_path / "README.md").read_text()
     readme = (section / "README.md").read_text()
     failed = int((runs["status"] == "failed").sum())
     assert f"{len(runs) - failed} of {len(runs)} runs used" in readme
