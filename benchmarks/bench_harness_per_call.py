@@ -37,6 +37,8 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+#: extra execution.* settings for every run (--set key=value)
+EXECUTION: dict = {}
 
 SCENARIOS: dict[str, dict] = {
     "an100": {"task": "agentsnet/consensus", "protocol": "local", "agents": 100, "graph": "ws"},
@@ -74,7 +76,7 @@ def config(name: str, server: Server, results: Path, seed: int, client: str, war
     return {**SCENARIOS[name], "seed": seed, "results_dir": str(results), "backend": "openai", "preflight": False,
             "model": {"name": "zero", "base_url": server.base_url, "http_client": client, "max_retries": 0,
                       "max_concurrency": 1024},
-            "execution": {"token_counter": "approx", "reuse_actors": warm}}
+            "execution": {"token_counter": "approx", "reuse_actors": warm, **EXECUTION}}
 
 
 class CpuSampler:
@@ -103,7 +105,7 @@ class CpuSampler:
             title = cmd[0] if cmd and cmd[0].startswith("ray::") else "ray-system" if "ray" in " ".join(cmd) else "other"
             key = title.removeprefix("ray::").split(".")[0].split(" ")[0]
             cpu = times.user + times.system
-            self.first.setdefault(proc.pid, cpu if not self.last and proc.pid not in self.last else 0.0)
+            self.first.setdefault(proc.pid, cpu if self._initial else 0.0)  # a process born later: all its CPU
             old = self.last.get(proc.pid)
             self.last[proc.pid] = (key if key != "IDLE" or old is None else old[0], cpu)
 
@@ -113,7 +115,9 @@ class CpuSampler:
             self._stop.wait(0.02)
 
     def __enter__(self) -> "CpuSampler":
+        self._initial = True  # processes alive now: count their CPU from here
         self._sample()
+        self._initial = False
         self._thread.start()
         return self
 
@@ -203,8 +207,13 @@ def main() -> None:
                     "execution.reuse_actors): one discarded warm-up run, then the same repeats")
     ap.add_argument("--local", action="store_true", help="only in-process runs (no Ray): harness CPU per call")
     ap.add_argument("--process", action="store_true", help="also time the whole CLI process (Ray start included)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an execution.* setting for every run, e.g. agents_per_actor=50")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    for item in args.set:
+        key, _, value = item.partition("=")
+        EXECUTION[key] = json.loads(value) if value[:1].isdigit() or value in ("true", "false", "null") else value
 
     from masgrid.platform.launch import ensure_ray
 
