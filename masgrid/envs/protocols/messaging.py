@@ -40,6 +40,9 @@ class MailboxProtocol(Protocol):
     def reset(self) -> None:
         super().reset()
         self.rows: list[MessageRow] = []
+        #: each receiver's unread rows, oldest first: a receive reads its own inbox instead of
+        #: scanning every message of the run (at N = 1,000 that scan was most of a round)
+        self._unread: dict[int, list[MessageRow]] = {}
         self._offline_at_start: frozenset[int] = frozenset()
         self._pending: list[tuple[CommandOutcome, list[int]]] = []
 
@@ -76,10 +79,18 @@ class MailboxProtocol(Protocol):
         self._pending = []
 
     def insert(self, sender: int, receiver: int, content: str) -> None:
-        self.rows.append(MessageRow(len(self.rows) + 1, sender, receiver, content, self.round))
+        row = MessageRow(len(self.rows) + 1, sender, receiver, content, self.round)
+        self.rows.append(row)
+        self._unread.setdefault(receiver, []).append(row)
 
     def _receive(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
-        unread = [row for row in self.rows if row.receiver == agent and not row.read and self.visible(row)]
+        # rows enter an inbox in sending order, so the visible ones (sent before this round,
+        # under next_round_visibility) are a prefix of it
+        box = self._unread.get(agent, [])
+        k = 0
+        while k < len(box) and self.visible(box[k]):
+            k += 1
+        unread, self._unread[agent] = box[:k], box[k:]
         for row in unread:
             row.read = True
         out.extra["received"] = len(unread)
