@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -33,10 +32,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+
+from figures_header import emit, machine_line  # benchmarks/ (run as a script)
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = ("cold", "joined, fresh", "warm")
@@ -114,9 +114,7 @@ def main() -> None:
     load_after = os.getloadavg()
 
     lines = [f"# Time to the first round (`bench_first_round.py`, {args.agents}-agent scripted sorting run)", "",
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}; bytecode: {args.bytecode}; load average (1/5/15 min) "
-             f"before {'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}.",
+             f"{machine_line(load_before, load_after)}; bytecode: {args.bytecode}.",
              "Seconds from spawning the command; medians (min-max) of the repeats.", "",
              "| setting | runs | driver starts the run | first round starts | command exits |",
              "|---|---:|---:|---:|---:|"]
@@ -128,10 +126,7 @@ def main() -> None:
             values = [r[key] for r in rows]
             cells.append(f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
         lines.append(f"| {setting} | {len(rows)} | " + " | ".join(cells) + " |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":
