@@ -95,8 +95,8 @@ def test_running_head_reads_rays_temp_dir(ray_tmp, monkeypatch):
 
 # -- one-line errors ----------------------------------------------------------------------------------
 
-def masgrid(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], env=env, cwd=REPO,
+def masgrid(env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -182,10 +182,15 @@ def test_run_joins_a_ray_start_head_and_reuses_its_warm_actors(ray_tmp, tmp_path
     uses them (same events), stale-version warm actors are retired, `masgrid down` refuses it."""
     env = cli_env(ray_tmp)
     port = free_port()
+    # the head's environment names another masgrid first: its workers must not run it
+    decoy = tmp_path / "decoy" / "masgrid"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the head environment masgrid, not this checkout')\n")
+    head_env = {**env, "PYTHONPATH": os.pathsep.join([str(decoy.parent), env["PYTHONPATH"]])}
     head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
                              f"--port={port}", "--include-dashboard=false", "--disable-usage-stats", "--num-cpus=2",
                              *cluster.fixed_port_flags()],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            env=head_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
         while cluster.running_head() is None:
@@ -194,7 +199,8 @@ def test_run_joins_a_ray_start_head_and_reuses_its_warm_actors(ray_tmp, tmp_path
         address = cluster.running_head()
         assert address is not None and address.endswith(f":{port}")
 
-        first = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}")
+        # from another directory: Ray puts the command's working directory first on its workers' path
+        first = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
         assert first.returncode == 0, first.stderr
         assert f"Connecting to existing Ray cluster at address: {address}" in first.stderr
         names = named_actors(env, address)
@@ -204,7 +210,7 @@ def test_run_joins_a_ray_start_head_and_reuses_its_warm_actors(ray_tmp, tmp_path
         first_events = run_events(tmp_path / "a")
         make_stale_warm_actor(env, address)
         # the same run again: the warm driver, hosts and this results_dir's recorder serve it
-        second = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}")
+        second = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
         assert second.returncode == 0, second.stderr
         after = named_actors(env, address)
         assert "warm-driver@000000000000" not in after  # an older code version's warm actor is retired
