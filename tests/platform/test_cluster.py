@@ -52,7 +52,7 @@ def write_address(root: Path, address: str) -> None:
 # -- address rules ------------------------------------------------------------------------------------
 
 def expected_address(explicit: str | None, env: str | None, recorded: str | None, listening: set[str]) -> tuple[str, bool]:
-    """The rule as docs/performance.md states it, written separately from the code."""
+    """The rule as docs/performance-startup.md states it, written separately from the code."""
     if explicit:
         return explicit, explicit != "local"
     if env:
