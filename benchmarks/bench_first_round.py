@@ -4,7 +4,8 @@ Each timed run is a fresh `python -m masgrid.platform.cli run` process (a 10-age
 sorting run by default). The clock starts just before the process is spawned; the first
 round starts when its first model call went out (`call_started`, the earliest of the run's
 model_call events), read back from the run's Parquet events. Also reported: when the driver
-began the run (`runs.started_at`) and when the process exited.
+began the run (`runs.started_at`), when the process exited, and the CPU seconds the command's
+own process used (user + system; Ray's processes not included), which load does not inflate.
 
 Settings, interleaved per repeat so a load change hits all of them alike:
 - cold: no head running; the command starts its own Ray, as the README's first command does;
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import resource
 import shutil
 import socket
 import statistics
@@ -33,10 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+
+from figures_header import emit, machine_line  # benchmarks/ (run as a script)
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = ("cold", "joined, fresh", "warm")
@@ -59,16 +61,18 @@ def masgrid(env: dict[str, str], *args: str, check: bool = True) -> subprocess.C
 def timed_run(env: dict[str, str], results: Path, agents: int, *extra: str) -> dict[str, float]:
     """Seconds from spawning the command to: driver start, first round, process exit."""
     shutil.rmtree(results, ignore_errors=True)
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     masgrid(env, "run", f"agents={agents}", f"results_dir={results}", *extra)
     t_exit = time.time() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     events = pd.read_parquet(results / "events", columns=["kind", "call_started"])
     runs = pd.read_parquet(results / "runs", columns=["started_at", "status"])
     if runs["status"].iloc[0] != "ok":
         raise RuntimeError(f"run status {runs['status'].iloc[0]}")
     first = events.loc[events["kind"] == "model_call", "call_started"].min().timestamp()
     return {"driver_start_s": runs["started_at"].iloc[0].timestamp() - t0, "first_round_s": first - t0,
-            "exit_s": t_exit}
+            "exit_s": t_exit, "cpu_s": cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime}
 
 
 def main() -> None:
@@ -114,24 +118,19 @@ def main() -> None:
     load_after = os.getloadavg()
 
     lines = [f"# Time to the first round (`bench_first_round.py`, {args.agents}-agent scripted sorting run)", "",
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}; bytecode: {args.bytecode}; load average (1/5/15 min) "
-             f"before {'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}.",
+             f"{machine_line(load_before, load_after)}; bytecode: {args.bytecode}.",
              "Seconds from spawning the command; medians (min-max) of the repeats.", "",
-             "| setting | runs | driver starts the run | first round starts | command exits |",
-             "|---|---:|---:|---:|---:|"]
+             "| setting | runs | driver starts the run | first round starts | command exits | CPU of the command "
+             "process |", "|---|---:|---:|---:|---:|---:|"]
     for setting, rows in samples.items():
         if not rows:
             continue
         cells = []
-        for key in ("driver_start_s", "first_round_s", "exit_s"):
+        for key in ("driver_start_s", "first_round_s", "exit_s", "cpu_s"):
             values = [r[key] for r in rows]
             cells.append(f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
         lines.append(f"| {setting} | {len(rows)} | " + " | ".join(cells) + " |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

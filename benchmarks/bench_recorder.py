@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
-import platform
 import random
 import resource
 import shutil
@@ -44,6 +43,8 @@ from masgrid.actors.backends import Completion
 from masgrid.actors.environment import OutcomeRecord
 from masgrid.platform.driver import EVENT_FLUSH_ROUNDS, RunLog
 from masgrid.platform.recorder import Recorder
+
+from figures_header import emit, machine_line  # benchmarks/ (run as a script)
 
 WORDS = ("send", "receive", "value", "agent", "sorted", "list", "the", "my", "next", "round", "write", "read",
          "file", "number", "merge", "position", "check", "done", "neighbour", "message")
@@ -146,9 +147,7 @@ def main() -> None:
     lines = [
         f"# Recorder throughput (`bench_recorder.py`, {args.agents} agents x {args.rounds} rounds, "
         f"{per_call} events per model call)", "",
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, "
-        f"after {'/'.join(f'{x:.1f}' for x in load_after)}. Medians of {args.repeats} repeats.", "",
+        f"{machine_line(load_before, load_after)}. Medians of {args.repeats} repeats.", "",
         "| measure | value |", "|---|---:|",
         f"| event rows per run | {med['rows']:,.0f} |",
         f"| recorder: rows/s written (Arrow + Parquet + fsync), wall | {med['write_rows_per_s']:,.0f} |",
@@ -166,10 +165,7 @@ def main() -> None:
         f"| recorder CPU rate / rows of {args.round_overhead_s} s rounds | {med['write_rows_per_cpu_s'] / produced:.1f}x |",
         f"| recorder wall rate / rows of {args.round_overhead_s} s rounds | {med['write_rows_per_s'] / produced:.1f}x |",
     ]
-    text_out = "\n".join(lines) + "\n"
-    print(text_out)
-    if args.out:
-        args.out.write_text(text_out)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A persistent local Ray head: find it, start it (`masgrid up`), stop it (`masgrid down`).
 
-Starting Ray costs most of a small run's time (docs/performance.md), so `masgrid run` joins
+Starting Ray costs most of a small run's time (docs/performance-startup.md), so `masgrid run` joins
 a local head that is already running instead of starting its own. The head is found the way
 `ray start` records it: the file `ray_current_cluster` in Ray's temp directory (RAY_TMPDIR,
 else TMPDIR, else /tmp, then `ray/`), whose address must also accept a TCP connection, so a

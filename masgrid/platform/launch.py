@@ -58,9 +58,25 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": True}
     if os.environ.get("MASGRID_CONF"):  # drivers must render the prompts the run ids were computed from
         kwargs["runtime_env"] = {"env_vars": {"MASGRID_CONF": os.environ["MASGRID_CONF"]}}
+    if joined:
+        _pin_code(kwargs)
     kwargs.update(init_kwargs)
     ray.init(address=address, **kwargs)
     _SESSION["joined"] = joined
+
+
+def _pin_code(kwargs: dict[str, Any]) -> None:
+    """Workers of a cluster this process joins start with the head's environment, whose
+    PYTHONPATH may name another checkout (a head started elsewhere, an older tree): put this
+    process's masgrid first on theirs, so they run the code this command validated and the
+    warm actors' fingerprint describes. An installed masgrid (site-packages) is left alone."""
+    import masgrid
+
+    root = Path(masgrid.__file__).resolve().parent.parent
+    if root.name in ("site-packages", "dist-packages"):
+        return
+    env_vars = kwargs.setdefault("runtime_env", {}).setdefault("env_vars", {})
+    env_vars["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
 
 
 def joined_cluster() -> bool:
@@ -127,6 +143,9 @@ class DriverWorker:
         self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
 
     async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
+        """`recorder`: its handle, or the name of a running one (a warm run: looked up here,
+        where its class is loaded already, not in the command's process)."""
+        recorder = _actor(recorder)
         after = cfg.execution.status_actor_after_s
         name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
         try:
@@ -183,7 +202,9 @@ def warm_driver() -> Any:
 
 
 def warm_recorder(results_dir: str) -> Any:
-    """The detached recorder of a results_dir on a joined cluster (pinned to this node)."""
+    """The detached recorder of a results_dir on a joined cluster (pinned to this node): its
+    name when it runs already (a handle would load the recorder's class, pyarrow and all,
+    into this process: `_actor` resolves it where it is used), else a new one's handle."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -191,18 +212,27 @@ def warm_recorder(results_dir: str) -> Any:
 
     root = str(Path(results_dir).resolve())
     role = "recorder-" + hashlib.sha1(root.encode()).hexdigest()[:12]
+    name = warm.warm_name(role)
+    if any(a["name"] == name and a.get("namespace") == NAMESPACE
+           for a in ray.util.list_named_actors(all_namespaces=True)):
+        return name
+    from masgrid.platform.recorder import Recorder
 
-    def create() -> Any:
-        from masgrid.platform.recorder import Recorder
-
-        node = ray.get_runtime_context().get_node_id()
-        return ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
-            **warm.options(role), scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-        ).remote(root)
-
-    actor = _get_or_create(warm.warm_name(role), create)
-    ray.get(actor.ready.remote())
+    node = ray.get_runtime_context().get_node_id()
+    actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
+        **warm.options(role), scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(root)
+    with _storage_errors_unwrapped():
+        ray.get(actor.ready.remote())
     return actor
+
+
+def _actor(handle_or_name: Any) -> Any:
+    """An actor handle, looking a warm actor's name up in namespace masgrid."""
+    if not isinstance(handle_or_name, str):
+        return handle_or_name
+    import ray
+
+    return ray.get_actor(handle_or_name, namespace=NAMESPACE)
 
 
 def _ensure_deployments(cfgs: list[RunConfig]) -> None:
@@ -315,7 +345,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                     row = {**cfg.columns(), "status": "failed", "error": summary.error,
                            "error_class": summary.error_class}
                     try:
-                        ray.get(recorders[cfg.results_dir].finish_run.remote(row, [], cfg.partition))
+                        ray.get(_actor(recorders[cfg.results_dir]).finish_run.remote(row, [], cfg.partition))
                     except Exception as exc:  # noqa: BLE001 - unrecorded: a resume runs it (no runs row)
                         stopped = stopped or storage_error(exc)
                 results[idx] = summary

@@ -52,7 +52,7 @@ def write_address(root: Path, address: str) -> None:
 # -- address rules ------------------------------------------------------------------------------------
 
 def expected_address(explicit: str | None, env: str | None, recorded: str | None, listening: set[str]) -> tuple[str, bool]:
-    """The rule as docs/performance.md states it, written separately from the code."""
+    """The rule as docs/performance-startup.md states it, written separately from the code."""
     if explicit:
         return explicit, explicit != "local"
     if env:
@@ -95,8 +95,8 @@ def test_running_head_reads_rays_temp_dir(ray_tmp, monkeypatch):
 
 # -- one-line errors ----------------------------------------------------------------------------------
 
-def masgrid(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], env=env, cwd=REPO,
+def masgrid(env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -182,10 +182,15 @@ def test_run_joins_a_ray_start_head_and_reuses_its_warm_actors(ray_tmp, tmp_path
     uses them (same events), stale-version warm actors are retired, `masgrid down` refuses it."""
     env = cli_env(ray_tmp)
     port = free_port()
+    # the head's environment names another masgrid first: its workers must not run it
+    decoy = tmp_path / "decoy" / "masgrid"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the head environment masgrid, not this checkout')\n")
+    head_env = {**env, "PYTHONPATH": os.pathsep.join([str(decoy.parent), env["PYTHONPATH"]])}
     head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
                              f"--port={port}", "--include-dashboard=false", "--disable-usage-stats", "--num-cpus=2",
                              *cluster.fixed_port_flags()],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            env=head_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
         while cluster.running_head() is None:
@@ -194,20 +199,24 @@ def test_run_joins_a_ray_start_head_and_reuses_its_warm_actors(ray_tmp, tmp_path
         address = cluster.running_head()
         assert address is not None and address.endswith(f":{port}")
 
-        first = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}")
+        # from another directory: Ray puts the command's working directory first on its workers' path
+        first = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
         assert first.returncode == 0, first.stderr
         assert f"Connecting to existing Ray cluster at address: {address}" in first.stderr
         names = named_actors(env, address)
         for role in ("warm-driver@", "warm-host-pool@", "warm-recorder-"):
             assert any(n.startswith(role) for n in names), names
 
+        first_events = run_events(tmp_path / "a")
         make_stale_warm_actor(env, address)
-        second = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'b'}")
+        # the same run again: the warm driver, hosts and this results_dir's recorder serve it
+        second = masgrid(env, "run", "agents=3", "k=2", f"results_dir={tmp_path / 'a'}", cwd=tmp_path)
         assert second.returncode == 0, second.stderr
         after = named_actors(env, address)
         assert "warm-driver@000000000000" not in after  # an older code version's warm actor is retired
-        assert [n for n in after if n.startswith("warm-driver@")] == [n for n in names if n.startswith("warm-driver@")]
-        pd.testing.assert_frame_equal(run_events(tmp_path / "a"), run_events(tmp_path / "b"))
+        assert sorted(n for n in after if n.startswith("warm-")) == sorted(n for n in names if n.startswith("warm-"))
+        pd.testing.assert_frame_equal(run_events(tmp_path / "a"), first_events)
+        assert len(pd.read_parquet(tmp_path / "a" / "runs")) == 1
 
         refused = masgrid(env, "down")
         assert refused.returncode == 1 and "was not started by `masgrid up`" in refused.stderr
