@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 
 from pathlib import Path
 
@@ -92,10 +91,13 @@ def test_invalid_grid_is_rejected_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
-def _sweep_values(value: str) -> list[str]:
-    """A sweeper value as the basic sweeper expands it: `range(a,b)` or a comma list."""
-    found = re.fullmatch(r"\s*range\((\d+),\s*(\d+)\)\s*", value)
-    return [str(i) for i in range(int(found[1]), int(found[2]))] if found else value.split(",")
+def _sweep_values(key: str, value: str) -> list:
+    """A sweeper value as the basic sweeper expands it, with Hydra's own override parser
+    (`range(a,b)`, comma lists, lists as values: `[1,2],[1,3]`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    override = OverridesParser.create().parse_overrides([f"{key}={value}"])[0]
+    return list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
 
 
 def _paper_sized_simas_data(root: Path) -> Path:
@@ -134,7 +136,7 @@ def test_sweep_presets_compose_and_validate(tmp_path: Path):
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         for name in presets:
             cfg = compose("config", overrides=[f"sweep={name}"], return_hydra_config=True)
-            params = {k: _sweep_values(str(v)) for k, v in cfg.hydra.sweeper.params.items()}
+            params = {k: _sweep_values(k, str(v)) for k, v in cfg.hydra.sweeper.params.items()}
             base = OmegaConf.to_container(cfg, resolve=False)
             base.pop("hydra")
             sizes = [len(v) for v in params.values()]
