@@ -18,6 +18,9 @@ from masgrid.envs.tasks.agentsnet.simulate import run_scripted
 
 TASK = get_task("agentsnet/vertex_cover")
 SEEDS = range(50)
+#: fewer seeds where one run costs most (a 100-node run takes about 0.4 s on this machine; the
+#: suite's time budget is shared by every family), still every graph model
+SEEDS_AT_SIZE = {50: range(25), 100: range(12)}
 
 
 def adjacency(inst: Instance) -> dict[str, set[str]]:
@@ -54,7 +57,7 @@ def cover_problems(adj: dict[str, set[str]], chosen: set[str]) -> list[str]:
 @pytest.mark.parametrize("graph", ["ws", "ba", "dt"])
 @pytest.mark.parametrize("n", [4, 8, 16, 32, 50, 100])  # the paper's sizes, intermediate ones, its largest
 def test_minimal_cover_on_every_seed_within_the_paper_budget(n: int, graph: str) -> None:
-    for seed in SEEDS:
+    for seed in SEEDS_AT_SIZE.get(n, SEEDS):
         inst = TASK.generate(n, 1, None, seed, graph=graph)
         adj = adjacency(inst)
         assert inst.params["rounds"] >= diameter(adj), (n, graph, seed)  # the guarantee's precondition
