@@ -106,6 +106,11 @@ class LatencyServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body leave in two writes; on a kept-alive connection Nagle's algorithm
+            # held the body until the client's delayed ACK (about 40 ms a call on Linux), which
+            # this benchmark counted as harness overhead. Servers made for this (uvicorn, so
+            # vLLM) set TCP_NODELAY too.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:  # quiet
                 return
