@@ -6,7 +6,7 @@ Layout under `out` (RESULTS_DIR/report/site by default):
   data/runs/<run_id>/header.js           setting, status, provenance, metrics, agents table
   data/runs/<run_id>/flows.js            sender x receiver heatmap and round timeline
   data/runs/<run_id>/agent-<i>.js        agent i's transcript (loaded when it is opened)
-  data/runs/<run_id>/family.js           AgentsNet graph, SIMAS group chat (when they apply)
+  data/runs/<run_id>/family.js           AgentsNet graph, SIMAS group chat, CooperBench diffs and merge
 A run page loads its header first and the rest only when needed, so a 100-agent,
 100-round run opens without reading its transcripts (benchmarks/bench_report_site.py).
 """
@@ -24,6 +24,7 @@ import pandas as pd
 from masgrid.analysis.families import FAMILIES, families_present, family_of
 from masgrid.analysis.load import load_results
 from masgrid.site.agentsnet_graph import graph_view
+from masgrid.site.cooper_view import cooperbench_view
 from masgrid.site.flows import flows, group_chat
 from masgrid.site.jsdata import write_data
 from masgrid.site.run_data import Run, index_row, run_header
@@ -42,13 +43,6 @@ def _copy_assets(out: Path) -> None:
         (out / "assets" / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def cooperbench_view(run: Run, events: pd.DataFrame) -> dict[str, Any] | None:
-    """HOOK for CooperBench (built by other helpers): return {"diffs": [...], "merge": ...,
-    "tests": [...]} for the run page's CooperBench panel (site.js `renderCooperBench`).
-    Not implemented here; None shows the panel's "not available yet" note."""
-    return None
-
-
 def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any] | None:
     """The family's own panel data, None when the family has none."""
     family = family_of(str(run["task"]))
@@ -60,7 +54,7 @@ def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[st
     if family == "simas":
         return {"kind": "simas", "chat": group_chat(events)}
     if family == "cooper":
-        return {"kind": "cooperbench", "view": cooperbench_view(run, events)}
+        return {"kind": "cooperbench", "view": cooperbench_view(run, agents)}
     return None
 
 

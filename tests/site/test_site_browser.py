@@ -208,6 +208,29 @@ def test_the_simas_page_shows_the_group_chat(recorded, server, ui_results):
     assert page.locator("#group-chat pre").all_text_contents() == list(said["text"])
 
 
+def test_the_cooperbench_page_shows_the_diffs_merge_and_tests(recorded, server, ui_results):
+    """The CooperBench panel against the runs and agents tables read here with pandas."""
+    run_id = _run_id(ui_results, task="cooper/textkit_task/1")
+    run = _runs(ui_results).set_index("run_id").loc[run_id]
+    agents = pd.read_parquet(ui_results / "agents", filters=[("run_id", "==", run_id)]).sort_values("agent")
+    page = recorded.page
+    page.goto(f"{server}/run.html#{run_id}")
+    page.wait_for_selector("#cooper-merge")
+    merge = page.locator("#cooper-merge").inner_text()
+    assert f"Merge stage reached: {run['merge_stage']}" in merge
+    assert f"naive {int(run['conflicts_naive'])}, union {int(run['conflicts_union'])}" in merge
+    outcomes = page.locator("#cooper-tests tr").all_inner_texts()[1:]
+    expected = {int(k): v for k, v in json.loads(run["feature_pass_json"]).items()}
+    assert [line.split("\t") for line in outcomes] == [[str(f), "passed" if ok else "failed"]
+                                                        for f, ok in sorted(expected.items())]
+    shown = page.locator(".cooper-diff pre").all_text_contents()
+    patches = [json.loads(sub)["patch"] for sub in agents["submission"]]
+    assert [text.rstrip("\n") for text in shown] == [patch.rstrip("\n") for patch in patches]
+    assert page.locator(".cooper-diff .diff-add").count() == sum(
+        line.startswith("+") and not line.startswith("+++") for patch in patches for line in patch.splitlines())
+    _only_loopback(recorded.requests, server)
+
+
 def test_the_site_opens_from_disk_without_a_server(recorded, site, ui_results):
     page = recorded.page
     page.goto((site / "index.html").as_uri())

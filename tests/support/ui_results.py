@@ -1,6 +1,7 @@
 """A small results directory holding every family the report site shows, plus a degraded
 run: MAS-Bench sorting (2 protocols), SILO, AgentsNet (coloring, matching, and a vertex-cover
-run whose seventh model call fails with HTTP 500 against a loopback chat server), SIMAS.
+run whose seventh model call fails with HTTP 500 against a loopback chat server), SIMAS,
+CooperBench (a pair of the synthetic pool that conflicts and is merged by the union stage).
 All runs execute in-process (executor local, no Ray) with scripted agents."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def build_results(root: Path) -> Path:
         dict(task="agentsnet/matching", protocol="local", agents=4, graph="ws", seed=0),
         dict(task="simas/mmlu", protocol="groupchat", agents=3,
              simas={"subject": "college_physics", "profiles": "pool", "question": 2}),
+        dict(task="cooper/textkit_task/1", protocol="workspace", seed=0, cooper={"features": [4, 5]}),
     ]
     for fields in scripted:
         summary = run_local(_config(root, **fields))

@@ -363,11 +363,38 @@ function renderChat(box, chat) {
 }
 
 function renderCooperBench(box, view) {
-  /* HOOK: CooperBench panel (the two diffs, the merge result, the test outcomes). Its data come
-     from masgrid/site/build.py cooperbench_view(), which other helpers implement. */
+  /* Each agent's diff against the base commit, the merge stage reached with its conflict
+     counts, and every feature's test outcome (masgrid/site/cooper_view.py). */
   box.appendChild(el("h2", {}, "CooperBench"));
-  box.appendChild(el("p", {class: "note", id: "cooperbench-hook"}, view ? JSON.stringify(view) :
-    "Diffs, merge result and test outcomes: not available in this version of the site."));
+  if (!view) { box.appendChild(el("p", {class: "note"}, "No evaluation recorded for this run.")); return; }
+  const m = view.merge || {};
+  const conflicts = (n) => (n === null || n === undefined ? "not reached" : String(n));
+  box.appendChild(el("p", {id: "cooper-merge"},
+    `Setting ${view.setting}, features ${view.features}, sandbox ${view.sandbox}. Merge stage reached: `,
+    el("b", {}, String(m.stage)), ` (conflict hunks: naive ${conflicts(m.conflicts_naive)}, union ${conflicts(m.conflicts_union)}). `,
+    "Task success: ", el("b", {class: view.success ? null : "flag"}, String(view.success))));
+  if (m.notes) box.appendChild(el("p", {class: "note"}, m.notes));
+  const tests = el("table", {id: "cooper-tests"}, el("tr", {}, el("th", {}, "feature"), el("th", {}, "tests")));
+  for (const t of view.tests || []) {
+    tests.appendChild(el("tr", {class: t.passed ? null : "flagged"}, el("td", {}, String(t.feature)),
+      el("td", {}, t.passed ? "passed" : "failed")));
+  }
+  box.appendChild(tests);
+  for (const d of view.diffs || []) {
+    const head = `agent ${d.agent} (feature ${d.features.join(", ")}): finished ${d.finish}, ${d.actions} actions, ` +
+      `${d.messages} messages${d.capped ? ", stopped at the action cap" : ""}`;
+    const details = el("details", {class: "cooper-diff", open: true}, el("summary", {}, head));
+    if (d.summary) details.appendChild(el("p", {class: "note"}, d.summary));
+    const pre = el("pre", {});
+    for (const line of (d.patch || "(no changes)").split("\n")) {
+      const cls = line.startsWith("+") && !line.startsWith("+++") ? "diff-add"
+        : line.startsWith("-") && !line.startsWith("---") ? "diff-del" : null;
+      pre.appendChild(el("span", {class: cls}, line + "\n"));
+    }
+    details.appendChild(pre);
+    if (d.cut) details.appendChild(el("p", {class: "flag"}, `diff cut at ${d.patch.length} of ${d.patch_chars} characters`));
+    box.appendChild(details);
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {

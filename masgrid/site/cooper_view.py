@@ -1,0 +1,61 @@
+"""The CooperBench panel of a run page: each agent's diff, the merge, the test outcomes.
+
+Everything comes from the run's own rows: an agent's submission (its patch against the base
+commit, test files excluded, and its action counts), the runs row's merge stage and conflict
+counts per stage, and each feature's pass/fail from the evaluation. Nothing is re-run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+Run = dict[str, Any]
+
+#: a diff longer than this many characters is shown cut, with its full length
+MAX_DIFF_CHARS = 200_000
+
+
+def _json(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+
+
+def _number(value: Any) -> int | None:
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def cooperbench_view(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
+    """Diffs per agent, the merge stage and conflicts, per-feature test outcomes."""
+    diffs = []
+    for _, row in agents.sort_values("agent").iterrows():
+        sub = _json(row.get("submission")) or {}
+        owned = _json(row.get("expected")) or []
+        patch = str(sub.get("patch") or "") if isinstance(sub, dict) else ""
+        diffs.append({
+            "agent": int(row["agent"]), "features": [int(f) for f in owned] if isinstance(owned, list) else [],
+            "patch": patch[:MAX_DIFF_CHARS], "patch_chars": len(patch), "cut": len(patch) > MAX_DIFF_CHARS,
+            "finish": sub.get("finish") if isinstance(sub, dict) else None,
+            "summary": sub.get("summary") if isinstance(sub, dict) else None,
+            "actions": sub.get("actions") if isinstance(sub, dict) else None,
+            "messages": sub.get("messages") if isinstance(sub, dict) else None,
+            "capped": bool(sub.get("capped")) if isinstance(sub, dict) else False,
+        })
+    passed = _json(run.get("feature_pass_json")) or {}
+    tests = [{"feature": int(f), "passed": bool(ok)} for f, ok in sorted(passed.items(), key=lambda kv: int(kv[0]))]
+    notes = run.get("eval_notes")
+    return {
+        "setting": run.get("cooper_setting"), "features": run.get("cooper_features"),
+        "sandbox": run.get("cooper_sandbox"),
+        "merge": {"stage": run.get("merge_stage"), "conflicts_naive": _number(run.get("conflicts_naive")),
+                  "conflicts_union": _number(run.get("conflicts_union")),
+                  "notes": None if notes is None or (isinstance(notes, float) and pd.isna(notes)) else str(notes)},
+        "tests": tests, "success": None if pd.isna(run.get("success")) else bool(run.get("success")),
+        "diffs": diffs,
+    }
