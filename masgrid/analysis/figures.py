@@ -10,6 +10,7 @@ averaged over and what the bars are. Each figure is written as PNG at 200 dpi an
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -25,6 +26,9 @@ from masgrid.analysis.tables import completed, for_task  # noqa: E402
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
 DPI = 200
+#: caption font size (points) and the characters of it that fit in an inch of figure width
+CAPTION_PT = 8.0
+CHARS_PER_INCH = 16
 #: (runs column, scale, panel title, y label, rate axis)
 PANELS = (("sr", 100.0, "(a) success rate", "SR (% of agents correct)", True),
           ("rounds", 1.0, "(b) rounds", "R (model calls per agent, max)", False),
@@ -37,8 +41,13 @@ def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) ->
     and return the PNG's path. `note` (the caption: what was averaged, what the error bars
     are, which runs were left out) is printed under the panels."""
     if note:
-        fig.text(0.01, 0.01, note, fontsize="small", ha="left", va="bottom", wrap=True)
-        fig.tight_layout(rect=(0, 0.10, 1, 1))
+        # wrapped here, not by matplotlib, so the panels can be lifted by the caption's height
+        # (a fixed margin let long captions run into the axis labels of narrow figures)
+        width, height = fig.get_size_inches()
+        lines = textwrap.wrap(note, width=max(30, int(width * CHARS_PER_INCH)))
+        fig.text(0.01, 0.01, "\n".join(lines), fontsize=CAPTION_PT, ha="left", va="bottom")
+        room = (len(lines) * CAPTION_PT * 1.3 / 72 + 0.1) / height
+        fig.tight_layout(rect=(0, min(0.6, room), 1, 1))
     else:
         fig.tight_layout()
     path = Path(path)

@@ -5,7 +5,9 @@ Conventions (docs/tasks/simas.md):
   cell, each repeat (`seed`) has an accuracy: the mean over its questions. The cell's
   accuracy is the mean of the repeats' accuracies and its spread the population standard
   deviation across repeats (ddof = 0: the paper's reported spreads, e.g. 9.61% and 17.32%,
-  are population deviations of three 17-question accuracies).
+  are population deviations of three 17-question accuracies). Next to it, `se` is the
+  standard error of that mean (sample SD, ddof = 1, over sqrt(repeats); NaN with one
+  repeat): the figures' error bars, since the population SD is a spread, not an uncertainty.
 - n* is the n of the highest mean accuracy (the smallest such n on a tie).
 - Definition 4: a cell family is sufficiently driven when at least two distinct n >= 2
   reach an accuracy at least that of n = 1 (undefined without an n = 1 cell).
@@ -51,14 +53,15 @@ def repeat_accuracy(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: mean accuracy (%) over repeats, its population std (%), repeats, questions
-    per repeat, tokens per question and unparsable final answers."""
+    """Per cell: mean accuracy (%) over repeats, its population std (%) and standard error
+    (%), repeats, questions per repeat, tokens per question and unparsable final answers."""
     per = repeat_accuracy(runs)
     if per.empty:  # keyed like a full table, so the tables built on it come out empty too
-        cols = ["accuracy", "std", "repeats", "questions", "tokens_per_question", "unparsable"]
+        cols = ["accuracy", "std", "se", "repeats", "questions", "tokens_per_question", "unparsable"]
         return pd.DataFrame(columns=[*FAMILY, "agents", *cols]).set_index([*FAMILY, "agents"])
     out = per.groupby([*FAMILY, "agents"], dropna=False).agg(
         accuracy=("accuracy", lambda s: 100.0 * s.mean()), std=("accuracy", lambda s: 100.0 * float(np.std(s))),
+        se=("accuracy", lambda s: 100.0 * float(np.std(s, ddof=1)) / np.sqrt(len(s)) if len(s) > 1 else np.nan),
         repeats=("seed", "nunique"), questions=("questions", "min"),
         tokens_per_question=("tokens_per_question", "mean"), unparsable=("unparsable", "sum"))
     return out

@@ -30,8 +30,8 @@ def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     written: list[Path] = []
     index = ["# SIMAS report", "", f"Results: `{results_dir}`.", "", note, ""]
     for name, frame, title in (
-            ("accuracy", simas.accuracy_table(family), "Accuracy (%) per cell: mean and population std over "
-             "repeats, tokens per question, unparsable final answers"),
+            ("accuracy", simas.accuracy_table(family), "Accuracy (%) per cell: mean, population std and standard "
+             "error (sample SD / sqrt(repeats)) over repeats, tokens per question, unparsable final answers"),
             ("optimum", simas.optimum(family), "n* (arg-max accuracy) and Definition 4 (sufficiently driven) per "
              "model, task, subject, condition and T"),
             ("table4", simas.ablation_table(family), "Table 4: ALL minus each profile ablation (accuracy and std, "
