@@ -280,11 +280,13 @@ def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, tit
     matrix = comm_matrix(events[events["run_id"] == run_id], n)
     fig, ax = plt.subplots(figsize=(4.5, 4))
     image = ax.imshow(matrix, cmap="viridis", origin="upper")
-    ax.set_xlabel("receiver")
-    ax.set_ylabel("sender")
+    ax.set_xlabel("receiver (agent index)")
+    ax.set_ylabel("sender (agent index)")
     ax.set_title(title or f"run {run_id}")
     fig.colorbar(image, ax=ax, label="messages")
-    return save_figure(fig, path, "Cell: messages from the sender that reached the receiver (SFS: reads of a file the sender wrote), this one run.")
+    caption = (f"Cell: messages from the sender that reached the receiver (SFS: reads of a file the sender wrote). "
+               f"One run ({run_id}, N = {n} agents, n = 1 run), not an average.")
+    return save_figure(fig, path, caption)
 
 
 def _roman(level: int) -> str:

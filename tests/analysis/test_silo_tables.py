@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -83,3 +85,81 @@ def test_tables_without_a_model_argument_keep_models_apart(tmp_path: Path) -> No
         assert table.loc["m1"].equals(build(runs, model="m1"))  # each block is the one-model table
     t3 = st.table3(runs)
     assert t3.loc[("m2", "I"), "N=2"] == pytest.approx(100 * np.mean([0.7, 0.6, 0.5]))
+
+
+def _random_runs(seed: int) -> pd.DataFrame:
+    """Random SILO runs: uneven cells (some of one run), failed runs that must not count."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(rng.randint(30, 80)):
+        rows.append({"run_id": f"r{i}", "task": rng.choice(["silo/I-01", "silo/I-02", "silo/II-11", "silo/III-21"]),
+                     "protocol": rng.choice(["broadcast", "p2p", "kv"]), "agents": rng.choice([2, 5, 10]),
+                     "condition": rng.choice(["base", "base", "base", "planning"]), "model": "m1",
+                     "status": rng.choice(["ok", "ok", "ok", "degraded", "failed"]), "sr": rng.random(),
+                     "pcs": rng.random(), "floor_sr": rng.random(), "floor_pcs": rng.random(),
+                     "tokens_per_round": rng.uniform(10, 500), "density": rng.uniform(0, 3), "success": False})
+    return pd.DataFrame(rows)
+
+
+def _by_hand(values: list[float], scale: float) -> tuple[float, float, int]:
+    """Mean, sample SD (NaN below two) and n, in plain Python."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else math.nan
+    return scale * mean, scale * sd, n
+
+
+def _check(table: pd.DataFrame, row, column: str, values: list[float], scale: float) -> None:
+    mean, sd, n = _by_hand(values, scale)
+    assert table.loc[row, column] == pytest.approx(mean)
+    assert table.loc[row, f"{column} n"] == n
+    got = table.loc[row, f"{column} sd"]
+    assert math.isnan(got) if math.isnan(sd) else got == pytest.approx(sd)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_mean_over_runs_has_its_sd_and_n(seed: int) -> None:
+    runs = _random_runs(seed)
+    ok = [r for r in runs.to_dict("records") if r["status"] in ("ok", "degraded")]
+    base = [r for r in ok if r["condition"] == "base"]
+    level = {"silo/I-01": "I", "silo/I-02": "I", "silo/II-11": "II", "silo/III-21": "III"}
+    names = {"broadcast": "BP", "p2p": "P2P", "kv": "SFS"}
+
+    t3 = st.table3(runs)
+    for r in t3.index:
+        for column in [c for c in t3.columns if not c.endswith((" sd", " n"))]:
+            agents = int(column.split("=")[1])
+            key = "floor_sr" if r.endswith("floor") else "sr"
+            values = [x[key] for x in base if x["agents"] == agents and (r == "Avg" or level[x["task"]] == r.split()[0])]
+            if values:
+                _check(t3, r, column, values, 100.0)
+    t12 = st.table12(runs)
+    for column in [c for c in t12.columns if not c.endswith((" sd", " n"))]:
+        _check(t12, "m1", column, [x["sr"] for x in base if x["agents"] == int(column[2:])], 100.0)
+    for table, key, scale in ((st.table11(runs), "sr", 100.0), (st.table13(runs), "density", 1.0)):
+        for (model, protocol) in table.index:
+            for column in [c for c in table.columns if not c.endswith((" sd", " n"))]:
+                values = [x[key] for x in base if names[x["protocol"]] == protocol and level[x["task"]] == column[2:]]
+                if values:
+                    _check(table, (model, protocol), column, values, scale)
+    t10 = st.table10(runs)
+    for task in t10.index:
+        for protocol in ("BP", "P2P", "SFS"):
+            values = [x["sr"] for x in base if x["task"] == task and names[x["protocol"]] == protocol]
+            if values:
+                _check(t10, task, protocol, values, 100.0)
+        _check(t10, task, "SR floor", [x["floor_sr"] for x in base if x["task"] == task], 100.0)
+        assert t10.loc[task, "Avg n"] == sum(1 for x in base if x["task"] == task)
+    t18 = st.table18(runs)
+    for condition in t18.index:
+        for column in [c for c in t18.columns if not c.endswith((" sd", " n"))]:
+            values = [x["sr"] for x in ok if x["condition"] == condition and level[x["task"]] == column[2:-3]]
+            if values:
+                _check(t18, condition, column, values, 100.0)
+    t1 = st.table1(runs)
+    for metric, key, scale in (("SR", "sr", 100.0), ("PCS", "pcs", 100.0), ("Token", "tokens_per_round", 1.0),
+                               ("Den.", "density", 1.0), ("SR floor", "floor_sr", 100.0)):
+        mean, sd, n = _by_hand([x[key] for x in base], scale)
+        assert t1.loc[("average", "Average"), ("m1", metric)] == pytest.approx(mean)
+        assert t1.loc[("average", "Average"), ("m1", f"{metric} sd")] == pytest.approx(sd)
+        assert t1.loc[("average", "Average"), ("m1", "n")] == n
