@@ -213,13 +213,24 @@ def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
                 vals.append(float(hit["mean"].iloc[0]) / len(TASKS) if len(hit) else 0.0)
             ax.bar(models, vals, bottom=bottom, label=TASK_LABELS[task])
             bottom = [b + v for b, v in zip(bottom, vals)]
+        # the score's SE: the tasks' propagated SEs combined, each task weighing 1/5
+        here = per[per["agents"] == size]
+        ses = [math.sqrt((here[here["model"] == m]["se"].fillna(0) ** 2).sum()) / len(TASKS) for m in models]
+        ax.errorbar(models, bottom, yerr=ses, fmt="none", ecolor="black", capsize=3)
+        counts = runs[runs["agents"] == size].groupby("model").size()
+        for m, top, se in zip(models, bottom, ses):
+            ax.annotate(f"n={int(counts.get(m, 0))}", (m, top + se), textcoords="offset points", xytext=(0, 3),
+                        ha="center", fontsize=6)
         ax.set_title(f"{size} agents")
         ax.set_ylim(0, 1)
+        ax.set_xlabel("model")
         ax.tick_params(axis="x", labelrotation=45)
-    axes[0][0].set_ylabel("fraction solved (each task up to 0.2)")
+    axes[0][0].set_ylabel("AgentsNet score (task ≤ 0.2 each)")
     axes[0][-1].legend(fontsize=7, loc="upper right")
-    return save_figure(fig, path, "Each segment: a task's fraction solved / 5, mean over the cell's runs (graph "
-                                  "models and samples pooled, appendix C); a bar's height is the AgentsNet score.")
+    return save_figure(fig, path, "Each segment: a task's fraction solved / 5, mean of its cells' means (graph "
+                                  "models and samples pooled, appendix C); a bar's height is the AgentsNet score, n "
+                                  "its runs over all tasks. Error bars: ±1 standard error of the score, propagated "
+                                  "over cells (eqs. 3-4) and tasks.")
 
 
 def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -233,20 +244,27 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
 
     long = pooled(runs, ["problem", "agents"])
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for task in TASKS:
+    for i, task in enumerate(TASKS):
         part = long[long["problem"] == task].sort_values("agents")
         if part.empty:
             continue
-        ax.plot(part["agents"], part["mean"], marker="o", label=TASK_LABELS[task])
-        ax.fill_between(part["agents"], part["mean"] - part["se"], part["mean"] + part["se"], alpha=0.15)
-    ax.set_xlabel("agents (graph size)")
-    ax.set_ylabel("fraction solved")
-    ax.set_ylim(-0.02, 1.02)
+        (line,) = ax.plot(part["agents"], part["mean"], marker="o", label=TASK_LABELS[task])
+        ax.fill_between(part["agents"], part["mean"] - part["se"].fillna(0), part["mean"] + part["se"].fillna(0),
+                        alpha=0.15)
+        for x, y, n in zip(part["agents"], part["mean"], part["n"]):
+            ax.annotate(f"n={int(n)}", (x, y), textcoords="offset points", xytext=(4, 2 + 7 * i), fontsize=6,
+                        color=line.get_color())  # stacked per task so labels of close points stay apart
+    if not long.empty:
+        ax.set_xticks(sorted(long["agents"].unique()))
+    ax.set_xlabel("agents (graph size, nodes)")
+    ax.set_ylabel("fraction solved (0-1)")
+    ax.set_ylim(0, 1)
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7)
-    return save_figure(fig, path, "Mean fraction solved per task and graph size over its cells' runs (appendix C); "
-                                  "band: ±1 standard error, propagated over cells.")
+    return save_figure(fig, path, "Each point: fraction of runs solved for a task and graph size, all its runs pooled "
+                                  "(models, graph models and samples; appendix C), n = runs. Band: ±1 standard "
+                                  "error over those runs.")
 
 
 # -- command line ---------------------------------------------------------------------------------

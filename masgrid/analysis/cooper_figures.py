@@ -16,8 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from masgrid.analysis.cooper_messages import LABELS  # noqa: E402
+from masgrid.analysis.figures import save_figure  # noqa: E402
 
-DPI = 200
 #: one colour per setting in every figure
 COLORS = {"solo": "C0", "coop": "C1", "nocomm": "C2"}
 
@@ -27,15 +27,10 @@ def _setting_order(setting: str) -> tuple[int, str]:
 
 
 def save(fig: "plt.Figure", path: str | Path, note: str | None = None) -> list[Path]:
-    """Write `path` as .png (DPI) and .pdf beside it, close the figure, return both paths."""
-    fig.tight_layout(rect=(0, 0.07, 1, 1) if note else None)
-    if note:
-        fig.text(0.01, 0.01, note, fontsize="x-small", ha="left", va="bottom", wrap=True)
-    png = Path(path).with_suffix(".png")
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=DPI)
-    fig.savefig(png.with_suffix(".pdf"))
-    plt.close(fig)
+    """Write `path` as .png (200 dpi) and .pdf beside it, close the figure, return both paths.
+    The caption goes through figures.save_figure, which lifts the panels by its wrapped
+    height (a fixed margin let long notes cover the axis labels)."""
+    png = save_figure(fig, Path(path).with_suffix(".png"), note)
     return [png, png.with_suffix(".pdf")]
 
 
