@@ -34,6 +34,11 @@ def save(fig: "plt.Figure", path: str | Path, note: str | None = None) -> list[P
     return [png, png.with_suffix(".pdf")]
 
 
+def _caption(text: str, note: str | None) -> str:
+    """What each mark averages and what its bars are, then the report's note on the runs."""
+    return f"{text} {note}" if note else text
+
+
 def _yerr(table: pd.DataFrame) -> np.ndarray:
     """Asymmetric error bars (percent) from rate and Wilson bounds; 0 where undefined."""
     low = (table["rate"] - table["ci_low"]).fillna(0).clip(lower=0)
@@ -53,7 +58,7 @@ def _grouped_bars(ax: "plt.Axes", table: pd.DataFrame, groups: list[str], key: s
         for p, n in zip(pos, sub["n"].fillna(0).astype(int)):
             ax.text(p, 1, f"n={n}", ha="center", va="bottom", fontsize="xx-small", rotation=90)
     ax.set_xticks(x, models, rotation=15, fontsize="small")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 100)
     ax.legend(fontsize="small")
 
 
@@ -67,7 +72,8 @@ def success_figure(table: pd.DataFrame, path: str | Path, note: str | None = Non
     ax.set_xlabel("model")
     ax.set_ylabel("task success rate (%)")
     ax.set_title("Success by setting (95% Wilson intervals)", fontsize="small")
-    return save(fig, path, note)
+    return save(fig, path, _caption("Each bar: task success rate over the n runs of a model and setting (n on the "
+                                    "bar). Error bars: 95% Wilson interval.", note))
 
 
 def difficulty_figure(curves: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
@@ -88,16 +94,17 @@ def difficulty_figure(curves: pd.DataFrame, path: str | Path, note: str | None =
         for setting in sorted(mine["setting"].unique(), key=_setting_order):
             curve = mine[(mine["setting"] == setting) & (mine["n"] > 0)].sort_values("midpoint")
             color = COLORS.get(setting)
-            ax.plot(curve["midpoint"], 100 * curve["rate"], marker="o", ms=3, color=color,
+            ax.plot(curve["midpoint"], 100 * curve["rate"], marker="o", ms=3, color=color, clip_on=False,
                     label=f"{setting} (n={int(curve['n'].sum())})")
             ax.fill_between(curve["midpoint"], 100 * curve["ci_low"], 100 * curve["ci_high"], color=color, alpha=0.2)
         ax.set_title(str(model), fontsize="small")
         ax.set_xlabel("relative difficulty d~(t) (bucket midpoint)")
         ax.set_ylabel("success rate (%)")
         ax.set_xlim(0, 1)
-        ax.set_ylim(-3, 103)
+        ax.set_ylim(0, 100)
         ax.legend(fontsize="x-small")
-    return save(fig, path, note)
+    return save(fig, path, _caption("Each point: success rate of the runs in one difficulty bucket (legend: runs per "
+                                    "curve). Band: 95% Wilson interval.", note))
 
 
 def conflict_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
@@ -111,7 +118,8 @@ def conflict_figure(table: pd.DataFrame, path: str | Path, note: str | None = No
     ax.set_xlabel("model")
     ax.set_ylabel("runs with a naive merge conflict (%)")
     ax.set_title("Conflict rate with and without communication (95% Wilson)", fontsize="small")
-    return save(fig, path, note)
+    return save(fig, path, _caption("Each bar: share of the n runs whose naive merge conflicted (n on the bar). "
+                                    "Error bars: 95% Wilson interval.", note))
 
 
 def communication_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
@@ -134,7 +142,8 @@ def communication_figure(table: pd.DataFrame, path: str | Path, note: str | None
     ax.set_xlabel("model")
     ax.set_ylabel("messages (% of execution steps)")
     ax.set_title("Communication overhead by message type", fontsize="small")
-    return save(fig, path, note)
+    return save(fig, path, _caption("Each bar: messages as a share of execution steps, pooled over the labelled runs "
+                                    "and stacked by type; a ratio of pooled counts, no error bars.", note))
 
 
 def scaling_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
@@ -144,7 +153,8 @@ def scaling_figure(table: pd.DataFrame, path: str | Path, note: str | None = Non
         ax.text(0.5, 0.5, "no coop runs", ha="center")
     for model, group in table.groupby("model", sort=True):
         group = group[group["n"] > 0].sort_values("agents")
-        ax.errorbar(group["agents"], 100 * group["rate"], yerr=_yerr(group), marker="o", capsize=3, label=str(model))
+        ax.errorbar(group["agents"], 100 * group["rate"], yerr=_yerr(group), marker="o", capsize=3, label=str(model),
+                    clip_on=False)  # markers at 0 or 100 % stay whole on a 0-100 axis
         for a, r, n in zip(group["agents"], group["rate"], group["n"]):
             ax.annotate(f"n={n}", (a, 100 * r), fontsize="xx-small", xytext=(3, 3), textcoords="offset points")
     if not table.empty:
@@ -152,6 +162,7 @@ def scaling_figure(table: pd.DataFrame, path: str | Path, note: str | None = Non
         ax.legend(fontsize="small")
     ax.set_xlabel("agents in the team (one feature each)")
     ax.set_ylabel("task success rate (%)")
-    ax.set_ylim(-3, 103)
+    ax.set_ylim(0, 100)
     ax.set_title("Scaling beyond two agents (coop, 95% Wilson)", fontsize="small")
-    return save(fig, path, note)
+    return save(fig, path, _caption("Each point: coop task success rate over n runs (labelled). Error bars: 95% "
+                                    "Wilson interval.", note))

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 import random
 
-import matplotlib.pyplot as plt
 import pytest
 from matplotlib.container import ErrorbarContainer
 
 from masgrid.analysis import agentsnet as an
 from masgrid.analysis import figures
+from tests.analysis.figure_capture import capture
 from tests.analysis.test_agentsnet_analysis import _runs
 
 
@@ -30,22 +30,10 @@ def _sd_se(values: list[float]) -> tuple[float, float]:
     return mean, se
 
 
-def _capture(monkeypatch) -> list[tuple[plt.Figure, str]]:
-    """Keep each figure and caption save_figure receives, then write them as usual."""
-    seen: list[tuple[plt.Figure, str]] = []
-    original = figures.save_figure
-
-    def keep(fig, path, note=None):
-        seen.append((fig, note))
-        return original(fig, path, note)
-    monkeypatch.setattr(figures, "save_figure", keep)
-    return seen
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_scaling_band_and_n_per_point(seed, tmp_path, monkeypatch):
     runs = _random(seed)
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, figures)
     path = an.figure_scaling(runs, tmp_path / "f5.png")
     (fig, caption), = seen
     ax = fig.axes[0]
@@ -65,7 +53,7 @@ def test_scaling_band_and_n_per_point(seed, tmp_path, monkeypatch):
 
 def test_score_bars_carry_the_propagated_se(tmp_path, monkeypatch):
     runs = _random(5)
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, figures)
     an.figure_task_contributions(runs, tmp_path / "f4.png")
     (fig, caption), = seen
     assert "standard error" in caption

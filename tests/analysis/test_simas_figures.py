@@ -14,6 +14,7 @@ from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
 from masgrid.analysis import simas_figures
+from tests.analysis.figure_capture import capture
 from tests.analysis.test_simas_analysis import fake_runs
 
 
@@ -37,19 +38,6 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
 
 
-def _capture(monkeypatch) -> list[plt.Figure]:
-    """Keep each figure save_figure receives (then write it as usual): a closed figure's
-    artists can still be read."""
-    seen: list[plt.Figure] = []
-    original = simas_figures.save_figure
-
-    def keep(fig, path, note=None):
-        seen.append(fig)
-        return original(fig, path, note)
-    monkeypatch.setattr(simas_figures, "save_figure", keep)
-    return seen
-
-
 def _bars(ax) -> list[ErrorbarContainer]:
     return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
 
@@ -58,9 +46,9 @@ def _bars(ax) -> list[ErrorbarContainer]:
 def test_inverted_u_bars_are_one_standard_error_over_repeats(seed, tmp_path, monkeypatch):
     rng = random.Random(seed)
     runs = fake_runs(rng, seeds=rng.randint(2, 5), questions=rng.randint(3, 7))
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, simas_figures)
     path = simas_figures.inverted_u(runs, tmp_path / "u.png", note="Runs: all.")
-    (fig,) = seen
+    ((fig, _),) = seen
     ax = fig.axes[0]
     assert ax.get_xlabel() == "agents n" and ax.get_ylabel() == "accuracy (% of questions)"
     assert ax.get_ylim() == (0, 100)
@@ -89,9 +77,9 @@ def test_accuracy_vs_tokens_combines_cell_standard_errors(tmp_path, monkeypatch)
     other = fake_runs(random.Random(8), seeds=4)
     other["subject"] = "virology"
     runs = pd.concat([runs, other], ignore_index=True)
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, simas_figures)
     path = simas_figures.accuracy_vs_tokens(runs, tmp_path / "t.png")
-    (fig,) = seen
+    ((fig, _),) = seen
     ax = fig.axes[0]
     assert ax.get_ylim() == (0, 100) and "tokens per question" in ax.get_xlabel()
     assert "standard error" in _caption(fig) and "cells" in _caption(fig)
@@ -109,9 +97,9 @@ def test_accuracy_vs_tokens_combines_cell_standard_errors(tmp_path, monkeypatch)
 def test_cot_vs_simas_bars_and_axes(tmp_path, monkeypatch):
     runs = fake_runs(random.Random(3), ns=(1, 3), seeds=3, conditions=("base", "cot"))
     runs.loc[runs["condition"] == "cot", "agents"] = 1
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, simas_figures)
     simas_figures.cot_vs_simas(runs, tmp_path / "c.png")
-    (fig,) = seen
+    ((fig, _),) = seen
     ax = fig.axes[0]
     assert ax.get_ylim() == (0, 100) and ax.get_ylabel() == "accuracy (% of questions)"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CoT", "SIMAS n=1", "SIMAS n=3"]
@@ -123,9 +111,9 @@ def test_cot_vs_simas_bars_and_axes(tmp_path, monkeypatch):
 
 
 def test_cot_vs_simas_without_cot_says_so(tmp_path, monkeypatch):
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, simas_figures)
     simas_figures.cot_vs_simas(fake_runs(random.Random(1)), tmp_path / "c.png")
-    assert "no CoT runs" in " ".join(t.get_text() for t in seen[0].axes[0].texts)
+    assert "no CoT runs" in " ".join(t.get_text() for t in seen[0][0].axes[0].texts)
 
 
 def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -144,10 +132,10 @@ def test_judge_win_rates_carry_wilson_intervals(seed, tmp_path, monkeypatch):
              "status": "ok", "simas_score": rng.random(), "cot_score": rng.random()}
             for i, n in enumerate(rng.choice([2, 4]) for _ in range(rng.randint(4, 30)))]
     judgments = pd.DataFrame(rows)
-    seen = _capture(monkeypatch)
+    seen = capture(monkeypatch, simas_figures)
     path = simas_figures.judge_bars(judgments, tmp_path / "j.png")
-    left = seen[0].axes[0]
-    assert left.get_ylim() == (0, 100) and "Wilson" in _caption(seen[0])
+    left = seen[0][0].axes[0]
+    assert left.get_ylim() == (0, 100) and "Wilson" in _caption(seen[0][0])
     names = {"SIMAS": "simas", "CoT": "cot", "tie": "tie"}
     for bar, label in zip(_bars(left), [t.get_text() for t in left.get_legend().get_texts()]):
         (segments,) = bar.lines[2]
