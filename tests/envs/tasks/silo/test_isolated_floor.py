@@ -17,23 +17,21 @@ import pytest
 
 from masgrid.envs.tasks import get_task
 from masgrid.envs.tasks.silo import SILO_SPECS
-from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, floor_cell, isolated_answers
+from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, isolated_answers
 from masgrid.platform.config import ConfigError, RunConfig
 from masgrid.platform.launch import run_local
 from masgrid.platform.recorder import partition_dir
 
 TASK_IDS = sorted(SILO_SPECS)
-#: seeds per (task, N) in the test; the documented table uses 20 (benchmarks/bench_silo_isolated.py)
-SEEDS = 8
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_isolated_agents_stay_at_chance(task_id: str) -> None:
+def test_isolated_agents_stay_at_chance(task_id: str, silent_floor) -> None:
     spec = SILO_SPECS[task_id]
     assert spec.chance_sr is not None, f"{task_id} states no no-communication ceiling (chance_sr)"
     assert 0.0 <= spec.chance_sr < 1.0
     for n in FLOOR_SCALES:
-        cell, ceiling = floor_cell(task_id, n, seeds=SEEDS), spec().ceiling(n)
+        cell, ceiling = silent_floor(task_id, n), spec().ceiling(n)
         assert ceiling is not None and ceiling < 1.0
         assert cell.sr <= ceiling, f"{task_id} N={n}: isolated S {cell.sr:.2f} > ceiling {ceiling}"
         assert cell.success <= spec.chance_sr, f"{task_id} N={n}: {cell.success:.0%} of instances solved silently"

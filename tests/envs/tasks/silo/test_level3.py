@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from masgrid.envs.tasks.silo import level3
-from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, floor_cell
+from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES
 from masgrid.envs.tasks.silo.spec import SILO_SPECS, SiloData, SiloSpec
 from masgrid.envs.tokens import get_counter
 
@@ -424,12 +424,12 @@ def test_prompt_file_complete_and_substitutable(task_id: str) -> None:
 
 # -- no-communication floor and workload (issue 13) ------------------------------------------
 @pytest.mark.parametrize("task_id", IDS)
-def test_silent_pcs_stays_under_the_stated_bound(task_id: str) -> None:
+def test_silent_pcs_stays_under_the_stated_bound(task_id: str, silent_floor) -> None:
     """A silent agent's mean P stays at or below the task's documented bound at every N
     (the S side is tests/envs/tasks/silo/test_isolated_floor.py)."""
     spec = spec_of(task_id)
     for n in FLOOR_SCALES:
-        cell = floor_cell(task_id, n, seeds=8)
+        cell = silent_floor(task_id, n)
         assert cell.unanswered == 0.0, f"{task_id} N={n}: a silent agent formed no answer"
         assert cell.pcs <= spec.pcs_ceiling(n), f"{task_id} N={n}: silent PCS {cell.pcs:.3f} > {spec.pcs_ceiling(n)}"
 
