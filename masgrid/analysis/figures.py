@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from masgrid.analysis.dispersion import mean_se  # noqa: E402
 from masgrid.analysis.tables import completed, for_task  # noqa: E402
 
 #: Okabe & Ito (2008), colour-blind-safe qualitative palette
@@ -56,16 +57,6 @@ def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) ->
     fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
     return path
-
-
-def mean_se(runs: pd.DataFrame, keys: list[str], column: str, scale: float = 1.0) -> pd.DataFrame:
-    """Per cell of `keys`: mean, standard error (sample SD / sqrt(n); NaN for n = 1) and n of
-    `column` over runs, times `scale`. Runs without a value are not counted."""
-    values = runs[[*keys, column]].dropna(subset=[column])
-    grouped = values.groupby(keys)[column]
-    out = pd.DataFrame({"mean": grouped.mean() * scale, "sd": grouped.std(ddof=1) * scale, "n": grouped.count()})
-    out["se"] = out["sd"] / np.sqrt(out["n"])
-    return out.reset_index()
 
 
 def figure2_figure(runs: pd.DataFrame, task: str | None = "sorting", note: str | None = None,

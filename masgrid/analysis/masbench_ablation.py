@@ -2,7 +2,8 @@
 
 The paper shows the cell where CAMOC regressed (Qwen3 on P2P): SR under Base, each
 ablation and CAMOC. masgrid writes every (model, protocol) cell of the main task, each
-condition's SR%, success% (whole instances; G.4 speaks of success rates) and run count,
+condition's SR%, success% (whole instances; G.4 speaks of success rates), each with its
+sample SD over runs, and run count,
 and the Welch p-value of the condition's per-run SR against Base (analysis/stats.py), so
 the regression the paper found by a t-test sweep can be read off the same table, next to
 its Holm-adjusted value over all the table's tests (p_vs_base_holm).
@@ -15,7 +16,7 @@ import pandas as pd
 from masgrid.analysis.stats import holm, welch
 from masgrid.analysis.tables import for_task, with_success
 
-METRICS = ("SR%", "success%", "runs", "p_vs_base", "p_vs_base_holm")
+METRICS = ("SR%", "SR% sd", "success%", "success% sd", "runs", "p_vs_base", "p_vs_base_holm")
 #: the paper's row order: Base, the two ablations, CAMOC
 ORDER = ("base", "abl_message", "abl_submit", "camoc")
 

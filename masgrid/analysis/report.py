@@ -33,25 +33,27 @@ def _welch(metric: str, between: str, by: tuple[str, ...], reference: str | None
     return build
 
 
+#: said by every table whose cells are means over runs (analysis/tables.py, "Spread")
+SPREAD = "; each mean followed by its sample SD over runs (sd, ddof 1) and its runs (n / runs)"
 #: name -> (title, builder(runs, main task)); the order of the report's index. Tables 9 and
 #: 10 compare tasks; the others describe the main task (sorting when recorded).
 TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
     "table1_spread": ("Table 1 with n and dispersion: runs, mean, sample SD and SE of SR%, R, TE, CR% per cell",
                       spread.table1_spread),
-    "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)", tables.table2),
-    "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)", tables.table3),
+    "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)" + SPREAD, tables.table2),
+    "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)" + SPREAD, tables.table3),
     "table4": ("Table 4: tokens, communication share and cost per model (all MAS-Bench tasks and conditions)",
                lambda r, t: masbench_cost.table4(r)),
     "table4_protocol": ("Table 4 by protocol: tokens, communication share and cost per model and protocol",
                         lambda r, t: masbench_cost.table4(r, ("model", "protocol"))),
-    "table6": ("Table 6: mean total tokens per run, Base and ablations vs CAMOC", tables.table6),
+    "table6": ("Table 6: mean total tokens per run, Base and ablations vs CAMOC" + SPREAD, tables.table6),
     "table7": ("Table 7: tokens per correct instance on Shared K-V, Base vs CAMOC",
                lambda r, t: tables.table7(r, "kv", t)),
-    "table8": ("Table 8: mean tokens per run at N=1 by protocol", tables.table8),
-    "table9": ("Table 9: Base SR% and success% by task and model", lambda r, t: tables.table9(r)),
-    "table10": ("Table 10: SR% and success% by condition and task", lambda r, t: tables.table10(r)),
-    "table11": ("Table 11: SR%, success% and Welch p vs Base per condition, per model x protocol",
+    "table8": ("Table 8: mean tokens per run at N=1 by protocol" + SPREAD, tables.table8),
+    "table9": ("Table 9: Base SR% and success% by task and model" + SPREAD, lambda r, t: tables.table9(r)),
+    "table10": ("Table 10: SR% and success% by condition and task" + SPREAD, lambda r, t: tables.table10(r)),
+    "table11": ("Table 11: SR%, success% and Welch p vs Base per condition, per model x protocol" + SPREAD,
                 masbench_ablation.table11),
     "welch_conditions_sr": ("Welch's t-tests, SR per run: each condition vs Base, per model x protocol",
                             _welch("sr", "condition", ("model", "protocol"), "base")),

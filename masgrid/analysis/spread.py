@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from masgrid.analysis.figures import mean_se
+from masgrid.analysis.dispersion import mean_se
 from masgrid.analysis.phases import DEFAULT
 from masgrid.analysis.tables import METRICS, for_task
 

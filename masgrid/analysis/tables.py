@@ -19,6 +19,12 @@ Conventions, where the paper leaves room (docs/analysis.md repeats them):
   "phase1"/"phase2" pick one (analysis/phases.py says why).
 - Table 6 reports mean total tokens per run (Base and both ablations pooled vs CAMOC);
   Table 7 divides all tokens spent by the number of successful instances.
+- Spread (not in the paper, which prints bare means): every cell that is a mean over runs
+  (Tables 2, 3, 6, 8, 9, 10, Figure 2's data) is followed by `<cell> sd`, the sample SD over
+  those runs (ddof = 1, in the cell's unit; NaN for one run), and by the runs it averages:
+  `<cell> n`, or the table's `runs` column where all its means share the same runs. success%
+  is a mean of 0/1 outcomes, so its SD is that of the per-run outcome (x 100). Table 7 is a
+  ratio of sums, not a mean over runs, and has no SD.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.dispersion import spread_columns
 from masgrid.analysis.phases import DEFAULT, by_phase
 from masgrid.analysis.validity import usable
 
@@ -71,20 +78,20 @@ def for_task(runs: pd.DataFrame, task: str | None, condition: str | None = None,
 
 
 def with_success(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """SR% (mean per-agent SR), success% (share of instances with SR = 1) and runs per cell."""
+    """SR% (mean per-agent SR), success% (share of instances with SR = 1), each followed by its
+    sample SD over runs, and runs per cell."""
     frame = ok.assign(success_=ok["success"].fillna(False).astype(bool).astype(float))
-    out = frame.groupby(keys).agg(**{"SR%": ("sr", "mean"), "success%": ("success_", "mean"),
-                                     "runs": ("run_id", "count")})
-    out[["SR%", "success%"]] *= 100
+    out = pd.concat([spread_columns(frame, keys, "sr", "SR%", 100.0, with_n=False),
+                     spread_columns(frame, keys, "success_", "success%", 100.0, with_n=False)], axis=1)
+    out["runs"] = frame.groupby(keys)["run_id"].count()
     return out
 
 
 def _metric_frame(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per cell: each metric's mean, sd and n (runs with a value), then all runs of the cell."""
     ok = completed(runs)
-    agg = ok.groupby(keys, dropna=False).agg(**{name: (col, "mean") for name, col, _ in METRICS},
-                                              runs=("run_id", "count"))
-    for name, _, scale in METRICS:
-        agg[name] = agg[name] * scale
+    agg = pd.concat([spread_columns(ok, keys, col, name, scale) for name, col, scale in METRICS], axis=1)
+    agg["runs"] = ok.groupby(keys, dropna=False)["run_id"].count()
     return agg
 
 
@@ -104,14 +111,16 @@ def table1(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = D
 
 
 def table2(runs: pd.DataFrame, task: str | None = "sorting", condition: str | None = "base") -> pd.DataFrame:
-    """Table 2: SR% by model and N (rows) and (protocol, K) (columns) in one condition,
-    averaged over input families."""
+    """Table 2: SR% by model and N (rows) and (protocol, K, SR% | SR% sd | SR% n) (columns) in
+    one condition, averaged over input families."""
     runs = for_task(runs, task, condition)
     ok = completed(runs)
-    sr = ok.groupby(["model", "agents", "protocol", "k"])["sr"].mean().mul(100).unstack(["protocol", "k"])
+    stats = spread_columns(ok, ["model", "agents", "protocol", "k"], "sr", "SR%", 100.0)
+    sr = stats.unstack(["protocol", "k"]).reorder_levels([1, 2, 0], axis=1)
     protocols = _order(sr.columns.get_level_values(0), PROTOCOLS)
-    cols = [(p, k) for p in protocols for k in sorted(set(sr.columns.get_level_values(1))) if (p, k) in sr.columns]
-    sr = sr.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["protocol", "k"])).sort_index()
+    ks = sorted(set(sr.columns.get_level_values(1)))
+    cols = [(p, k, s) for p in protocols for k in ks for s in stats.columns if (p, k, s) in sr.columns]
+    sr = sr.reindex(columns=pd.MultiIndex.from_tuples(cols, names=["protocol", "k", None])).sort_index()
     sr.index.names = ["model", "N"]
     return sr
 
@@ -123,7 +132,7 @@ def table3(runs: pd.DataFrame, task: str | None = "sorting", condition: str | No
     agg = _metric_frame(runs, ["model", "mode"])
     ok = completed(runs)
     if "rho" in ok.columns:
-        agg.insert(0, "rho", ok.groupby(["model", "mode"], dropna=False)["rho"].mean())
+        agg = pd.concat([spread_columns(ok, ["model", "mode"], "rho", "rho", with_n=False), agg], axis=1)
     return agg.reindex(_ordered_pairs(agg.index, MODES))
 
 
@@ -142,12 +151,9 @@ def table6(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = D
     ok = ok[ok["condition"].isin(CONDITIONS)]
     is_camoc = ok["condition"] == "camoc"
     keys = ["model", "protocol"]
-    out = pd.DataFrame({
-        "base_abl_tokens": ok[~is_camoc].groupby(keys)["tokens_total"].mean(),
-        "camoc_tokens": ok[is_camoc].groupby(keys)["tokens_total"].mean(),
-        "base_abl_runs": ok[~is_camoc].groupby(keys)["run_id"].count(),
-        "camoc_runs": ok[is_camoc].groupby(keys)["run_id"].count(),
-    })
+    out = pd.concat([spread_columns(ok[~is_camoc], keys, "tokens_total", "base_abl_tokens"),
+                     spread_columns(ok[is_camoc], keys, "tokens_total", "camoc_tokens")], axis=1)
+    out = out.rename(columns={"base_abl_tokens n": "base_abl_runs", "camoc_tokens n": "camoc_runs"})
     out["delta_pct"] = (out["camoc_tokens"] / out["base_abl_tokens"] - 1) * 100
     out = out.reindex(_ordered_pairs(out.index, ("kv", "p2p", "broadcast")))
     out.index.names = keys
@@ -185,25 +191,28 @@ def table8(runs: pd.DataFrame, task: str | None = "sorting", condition: str | No
     runs = for_task(runs, task, condition)
     ok = completed(runs)
     ok = ok[ok["agents"] == 1]
-    out = ok.groupby(["model", "protocol"]).agg(tokens_per_run=("tokens_total", "mean"), runs=("run_id", "count"))
+    out = spread_columns(ok, ["model", "protocol"], "tokens_total", "tokens_per_run").rename(
+        columns={"tokens_per_run n": "runs"})
     return out.reindex(_ordered_pairs(out.index, ("kv", "p2p", "broadcast")))
 
 
 def table9(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 9: Base success by task (rows) and model (columns): SR% and success%."""
+    """Table 9: Base success by task (rows) and model (columns): SR%, success%, their SDs, runs."""
     ok = completed(runs)
     ok = ok[ok["condition"] == "base"]
-    out = with_success(ok, ["task", "model"]).drop(columns="runs").unstack("model").swaplevel(0, 1, axis=1)
+    cells = with_success(ok, ["task", "model"])
+    out = cells.unstack("model").swaplevel(0, 1, axis=1)
     models = sorted(set(out.columns.get_level_values(0)), key=str)
-    out = out.reindex(columns=pd.MultiIndex.from_product([models, ["SR%", "success%"]]))
+    out = out.reindex(columns=pd.MultiIndex.from_product([models, list(cells.columns)]))
     return out.reindex(_order(out.index, ("max", "prefix_sum", "sorting")))
 
 
 def table10(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 10: SR% and success% by model and condition (rows) and task (columns),
-    averaged over the rest."""
+    """Table 10: SR% and success% (each with its SD) and runs by model and condition (rows) and
+    task (columns), averaged over the rest."""
     ok = completed(runs)
-    out = with_success(ok, ["model", "condition", "task"]).drop(columns="runs").unstack("task").swaplevel(0, 1, axis=1)
+    cells = with_success(ok, ["model", "condition", "task"])
+    out = cells.unstack("task").swaplevel(0, 1, axis=1)
     tasks = _order(out.columns.get_level_values(0), ("max", "prefix_sum", "sorting"))
-    out = out.reindex(columns=pd.MultiIndex.from_product([tasks, ["SR%", "success%"]]))
+    out = out.reindex(columns=pd.MultiIndex.from_product([tasks, list(cells.columns)]))
     return out.reindex(_ordered_pairs(out.index, ("base", "abl_message", "abl_submit", "camoc")))

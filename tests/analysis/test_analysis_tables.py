@@ -75,6 +75,18 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def _sd(values: list[float]) -> float:
+    """Sample SD (n - 1 in the denominator) by its textbook formula; NaN below two values."""
+    if len(values) < 2:
+        return math.nan
+    m = _mean(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def _approx(value: float) -> object:
+    return pytest.approx(value, nan_ok=True)
+
+
 def _group(rows: list[dict], keys: tuple[str, ...], field: str) -> dict[tuple, list[float]]:
     out: dict[tuple, list[float]] = defaultdict(list)
     for r in rows:
@@ -117,11 +129,14 @@ def test_table2_sr_by_n_and_k(dataset):
     sorting = [r for r in ok if r["task"] == "sorting" and r["condition"] == "base"]  # Base unless asked
     assert list(t2.index) == [(m, n) for m in MODELS for n in (1, 3)]  # never averaged over models
     for (m, n, p, k), values in _group(sorting, ("model", "agents", "protocol", "k"), "sr").items():
-        assert t2.loc[(m, n), (p, k)] == pytest.approx(100 * _mean(values))
+        assert t2.loc[(m, n), (p, k, "SR%")] == pytest.approx(100 * _mean(values))
+        assert t2.loc[(m, n), (p, k, "SR% sd")] == _approx(100 * _sd(values))
+        assert t2.loc[(m, n), (p, k, "SR% n")] == len(values)
     camoc = table2(runs, condition="camoc")
     for (m, n, p, k), values in _group([r for r in ok if r["task"] == "sorting" and r["condition"] == "camoc"],
                                        ("model", "agents", "protocol", "k"), "sr").items():
-        assert camoc.loc[(m, n), (p, k)] == pytest.approx(100 * _mean(values))
+        assert camoc.loc[(m, n), (p, k, "SR%")] == pytest.approx(100 * _mean(values))
+        assert camoc.loc[(m, n), (p, k, "SR% sd")] == _approx(100 * _sd(values))
 
 
 def test_table3_by_input_family(dataset):
@@ -132,7 +147,13 @@ def test_table3_by_input_family(dataset):
     for key, values in _group(sorting, ("model", "mode"), "sr").items():
         assert t3.loc[key, "SR%"] == pytest.approx(100 * _mean(values))
         assert t3.loc[key, "runs"] == len(values)
+    for field, name, scale in (("sr", "SR%", 100), ("rounds", "R", 1), ("te", "TE", 1), ("cr", "CR%", 100)):
+        for key, values in _group(sorting, ("model", "mode"), field).items():
+            assert t3.loc[key, f"{name} sd"] == _approx(scale * _sd(values)), (field, key)
+            assert t3.loc[key, f"{name} n"] == len(values)
     assert t3.loc[("model-a", "asc"), "rho"] == 0.0
+    for key, values in _group(sorting, ("model", "mode"), "rho").items():
+        assert t3.loc[key, "rho sd"] == _approx(_sd(values))
 
 
 def test_table6_tokens_per_backend(dataset):
@@ -146,6 +167,10 @@ def test_table6_tokens_per_backend(dataset):
         assert t6.loc[(m, p), "base_abl_tokens"] == pytest.approx(base)
         assert t6.loc[(m, p), "camoc_tokens"] == pytest.approx(camoc)
         assert t6.loc[(m, p), "delta_pct"] == pytest.approx((camoc / base - 1) * 100)
+        for col, sel in (("base_abl", [r for r in mine if r["condition"] != "camoc"]),
+                         ("camoc", [r for r in mine if r["condition"] == "camoc"])):
+            assert t6.loc[(m, p), f"{col}_tokens sd"] == _approx(_sd([r["tokens_total"] for r in sel]))
+            assert t6.loc[(m, p), f"{col}_runs"] == len(sel)
 
 
 def test_table7_tokens_per_correct_instance(dataset):
@@ -170,17 +195,27 @@ def test_tables_8_9_10(dataset):
                                   and r["condition"] == "base"],
                                  ("model", "protocol"), "tokens_total").items():
         assert t8.loc[(m, p), "tokens_per_run"] == pytest.approx(_mean(values))
+        assert t8.loc[(m, p), "tokens_per_run sd"] == _approx(_sd(values))
+        assert t8.loc[(m, p), "runs"] == len(values)
     t9 = table9(runs)
     base = [r for r in ok if r["condition"] == "base"]
     for (task, m), values in _group(base, ("task", "model"), "sr").items():
         assert t9.loc[task, (m, "SR%")] == pytest.approx(100 * _mean(values))
     for (task, m), values in _group(base, ("task", "model"), "success").items():
         assert t9.loc[task, (m, "success%")] == pytest.approx(100 * sum(values) / len(values))  # whole instances
+        assert t9.loc[task, (m, "success% sd")] == _approx(100 * _sd([float(v) for v in values]))
+        assert t9.loc[task, (m, "runs")] == len(values)
+    for (task, m), values in _group(base, ("task", "model"), "sr").items():
+        assert t9.loc[task, (m, "SR% sd")] == _approx(100 * _sd(values))
     t10 = table10(runs)
     for (m, c, task), values in _group(ok, ("model", "condition", "task"), "sr").items():
         assert t10.loc[(m, c), (task, "SR%")] == pytest.approx(100 * _mean(values))
     for (m, c, task), values in _group(ok, ("model", "condition", "task"), "success").items():
         assert t10.loc[(m, c), (task, "success%")] == pytest.approx(100 * sum(values) / len(values))
+        assert t10.loc[(m, c), (task, "success% sd")] == _approx(100 * _sd([float(v) for v in values]))
+        assert t10.loc[(m, c), (task, "runs")] == len(values)
+    for (m, c, task), values in _group(ok, ("model", "condition", "task"), "sr").items():
+        assert t10.loc[(m, c), (task, "SR% sd")] == _approx(100 * _sd(values))
 
 
 def test_welch_conditions_against_base(dataset):

@@ -43,6 +43,12 @@ def dataset(tmp_path_factory: pytest.TempPathFactory):
     return root, load_results(root).runs, [r for r in rows if r["status"] == "ok"]
 
 
+def _sd(values: list[float]) -> float:
+    """Sample SD by the textbook formula (n - 1 in the denominator)."""
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
 def _welch_p(a: list[float], b: list[float]) -> float:
     ma, mb = sum(a) / len(a), sum(b) / len(b)
     va = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
@@ -65,6 +71,8 @@ def test_table11_per_cell_and_condition(dataset):
                 assert row["SR%"] == pytest.approx(100 * sum(r["sr"] for r in mine) / len(mine))
                 assert row["success%"] == pytest.approx(100 * sum(r["success"] for r in mine) / len(mine))
                 assert row["runs"] == len(mine)
+                assert row["SR% sd"] == pytest.approx(100 * _sd([r["sr"] for r in mine]))
+                assert row["success% sd"] == pytest.approx(100 * _sd([float(r["success"]) for r in mine]))
                 if c == "base":
                     assert math.isnan(row["p_vs_base"])
                 else:
@@ -96,6 +104,6 @@ def test_report_tables_2_3_8_and_figure_follow_the_condition_flag(dataset, tmp_p
     assert "condition camoc" in (out / "table2.md").read_text().splitlines()[0]
     csv = pd.read_csv(out / "table2.csv")
     expected = table2(runs, condition="camoc")
-    assert csv.loc[0, "kv / 1"] == pytest.approx(expected.iloc[0][("kv", 1)])
+    assert csv.loc[0, "kv / 1 / SR%"] == pytest.approx(expected.iloc[0][("kv", 1, "SR%")])
     assert "condition camoc" in (out / "README.md").read_text()
     assert (out / "figure2.png").read_bytes().startswith(b"\x89PNG")
