@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from masgrid.analysis.dispersion import spread_columns
 from masgrid.analysis.load import read_table
 from masgrid.analysis.validity import exclusion_note, usable
 
@@ -115,7 +116,8 @@ def propagate(cells: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     for key, grp in cells.groupby(by, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key)), "mean": grp["mean"].mean(),
-                     "se": math.sqrt((grp["se"] ** 2).sum()) / len(grp), "cells": len(grp)})
+                     "se": math.sqrt((grp["se"] ** 2).sum()) / len(grp), "cells": len(grp),
+                     "n": int(grp["n"].sum())})
     return pd.DataFrame(rows)
 
 
@@ -127,12 +129,14 @@ def pooled(runs: pd.DataFrame, by: list[str], value: str = "success") -> pd.Data
     return out
 
 
-def fmt(mean: float, se: float, style: str = "paren") -> str:
-    return f"{mean:.2f} ({se:.2f})" if style == "paren" else f"{mean:.2f} ± {se:.2f}"
+def fmt(mean: float, se: float, style: str = "paren", n: int | None = None) -> str:
+    """`mean (SE)` or `mean ± SE`, then `[n=runs]` (the runs behind the cell) when given."""
+    cell = f"{mean:.2f} ({se:.2f})" if style == "paren" else f"{mean:.2f} ± {se:.2f}"
+    return cell if n is None else f"{cell} [n={int(n)}]"
 
 
 def _wide(long: pd.DataFrame, index: str, columns: str, style: str = "paren") -> pd.DataFrame:
-    long = long.assign(cell=[fmt(m, s, style) for m, s in zip(long["mean"], long["se"])])
+    long = long.assign(cell=[fmt(m, s, style, n) for m, s, n in zip(long["mean"], long["se"], long["n"])])
     return long.pivot(index=index, columns=columns, values="cell")
 
 
@@ -148,7 +152,7 @@ def table_solved(runs: pd.DataFrame, value: str = "success", with_total: bool = 
     if with_total:
         total = propagate(cells, ["model"]).set_index("model")
         tasks = cells.groupby("model")["problem"].nunique()
-        table["AgentsNet"] = [fmt(total.loc[m, "mean"], total.loc[m, "se"])
+        table["AgentsNet"] = [fmt(total.loc[m, "mean"], total.loc[m, "se"], n=total.loc[m, "n"])
                               + (f" [{tasks[m]} of {len(TASKS)} tasks]" if tasks[m] < len(TASKS) else "")
                               for m in table.index]
     return table
@@ -178,14 +182,19 @@ def table_prompt_variants(runs: pd.DataFrame) -> pd.DataFrame:
     long = pooled(runs, ["condition", "problem"])
     table = _wide(long, "condition", "problem", "pm").rename(columns=TASK_LABELS)
     avg = pooled(runs, ["condition"])
-    table["Average"] = [fmt(r["mean"], r["se"], "pm") for _, r in avg.set_index("condition").loc[table.index].iterrows()]
+    table["Average"] = [fmt(r["mean"], r["se"], "pm", r["n"]) for _, r in avg.set_index("condition").loc[table.index].iterrows()]
     return table
 
 
 def table_tokens(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 11: mean input / output / total tokens per instance, per model and size."""
-    agg = runs.groupby(["model", "agents"])[["tokens_in", "tokens_out", "tokens_total"]].mean()
-    return agg.unstack("agents").swaplevel(0, 1, axis=1).sort_index(axis=1)
+    """Table 11: mean input / output / total tokens per instance, per model and size, each
+    followed by its sample SD over runs (`<col> sd`) and the runs averaged (`<col> n`)."""
+    keys = ["model", "agents"]
+    agg = pd.concat([spread_columns(runs, keys, col, col) for col in ("tokens_in", "tokens_out", "tokens_total")],
+                    axis=1)
+    wide = agg.unstack("agents").swaplevel(0, 1, axis=1)
+    sizes = sorted(set(wide.columns.get_level_values(0)))
+    return wide.reindex(columns=pd.MultiIndex.from_product([sizes, list(agg.columns)]))
 
 
 # -- figures ------------------------------------------------------------------------------------
@@ -289,18 +298,18 @@ def write_report(results_dir: str | Path, out_dir: str | Path, run_set: str = "a
              run_set_note(agentsnet_runs(recorded, parser=parser), run_set),
              f"Replies read with agentsnet.parser={parser or runs['reply_parser'].iloc[0]}."]
     if not plain.empty:
-        parts += ["## Table 2: fraction solved (SE)", table_solved(plain).to_markdown(),
-                  "## Table 4: soft scores (SE)", table_solved(plain, "soft_score", with_total=False).to_markdown(),
-                  "## Tables 9/10: fraction solved by graph size", table_by_size(plain).to_markdown(),
-                  "## Table 11: tokens per instance", _flat(table_tokens(plain).round(0)).to_markdown()]
+        parts += ["## Table 2: fraction solved, mean (SE propagated over cells) [n = runs]", table_solved(plain).to_markdown(),
+                  "## Table 4: soft scores, mean (SE propagated over cells) [n = runs]", table_solved(plain, "soft_score", with_total=False).to_markdown(),
+                  "## Tables 9/10: fraction solved by graph size, mean ± SE over runs [n = runs]", table_by_size(plain).to_markdown(),
+                  "## Table 11: tokens per instance, mean, sample SD (sd) and runs (n)", _flat(table_tokens(plain).round(0)).to_markdown()]
         figure_task_contributions(plain, out / "agentsnet_fig4.png")
         figure_scaling(plain, out / "agentsnet_fig5.png")
         parts += ["![Figure 4](agentsnet_fig4.png)", "![Figure 5](agentsnet_fig5.png)"]
     if runs["byzantine_setting"].isin(["aware", "unaware"]).any():
-        parts += ["## Tables 5/6: Byzantine agents (honest agents scored)", table_byzantine(runs).to_markdown()]
+        parts += ["## Tables 5/6: Byzantine agents (honest agents scored), mean ± SE over runs [n = runs]", table_byzantine(runs).to_markdown()]
     if runs["condition"].nunique() > 1:
         clean = runs[runs["byzantine_setting"] == "none"]
-        parts += ["## Tables 7/8: prompt variants", table_prompt_variants(clean).to_markdown()]
+        parts += ["## Tables 7/8: prompt variants, mean ± SE over runs [n = runs]", table_prompt_variants(clean).to_markdown()]
     path = out / "agentsnet_report.md"
     path.write_text("\n\n".join(parts) + "\n")
     return path

@@ -28,7 +28,7 @@ def test_cell_se_matches_the_papers_numbers() -> None:
     col = cells.set_index("problem")
     assert col.loc["coloring", "mean"] == pytest.approx(6 / 9) and col.loc["coloring", "se"] == pytest.approx(1 / 6)
     assert col.loc["matching", "se"] == pytest.approx(1 / 9)
-    assert an.table_by_size(_runs(rows)).loc["Coloring", 4] == "0.67 ± 0.17"
+    assert an.table_by_size(_runs(rows)).loc["Coloring", 4] == "0.67 ± 0.17 [n=9]"
 
 
 def test_error_propagation_over_cells() -> None:
@@ -51,8 +51,8 @@ def test_tables_and_figures(tmp_path: Path) -> None:
     runs = _runs(rows)
     table2 = an.table_solved(runs)
     assert list(table2.index) == ["a", "b"] and "AgentsNet" in table2.columns and "Vertex Cover" in table2.columns
-    assert table2.loc["a", "AgentsNet"] == "0.50 (0.09)"  # all five tasks: the paper's score, unflagged
-    assert an.table_solved(runs, "soft_score", with_total=False).loc["a", "Coloring"] == "0.80 (0.00)"
+    assert table2.loc["a", "AgentsNet"] == "0.50 (0.09) [n=60]"  # all five tasks: the paper's score, unflagged
+    assert an.table_solved(runs, "soft_score", with_total=False).loc["a", "Coloring"] == "0.80 (0.00) [n=12]"
     tokens = an.table_tokens(runs)
     assert tokens.loc["a", (8, "tokens_total")] == 880
     assert an.table_prompt_variants(runs).loc["base", "Average"].startswith("0.50")
@@ -98,3 +98,31 @@ def test_agentsnet_score_over_fewer_than_five_tasks_is_flagged() -> None:
     rows += [("m", 16, "agentsnet/vertex_cover", "ba", True, 1.0) for _ in range(3)]
     cell = an.table_solved(_runs(rows)).loc["m", "AgentsNet"]
     assert cell.startswith(f"{(2 / 3 + 1) / 2:.2f}") and cell.endswith("[2 of 5 tasks]")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tables_give_n_and_spread_on_random_runs(seed: int) -> None:
+    """Every cell's n and table 11's SDs against plain-Python counts and textbook SDs."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [(rng.choice("ab"), rng.choice((4, 8)), f"agentsnet/{rng.choice(an.TASKS)}", rng.choice(("ws", "ba")),
+             rng.random() < 0.5, rng.random()) for _ in range(80)]
+    runs = _runs(rows)
+    runs["tokens_total"] = [rng.randint(100, 9000) for _ in range(len(runs))]
+    tokens = an.table_tokens(runs)
+    by_size = an.table_by_size(runs)
+    for (model, size), grp in runs.groupby(["model", "agents"]):
+        values = grp["tokens_total"].tolist()
+        mean = sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else math.nan
+        assert tokens.loc[model, (size, "tokens_total")] == pytest.approx(mean)
+        assert tokens.loc[model, (size, "tokens_total sd")] == pytest.approx(sd, nan_ok=True)
+        assert tokens.loc[model, (size, "tokens_total n")] == len(values)
+    for (task, size), grp in runs.groupby(["problem", "agents"]):
+        assert by_size.loc[an.TASK_LABELS.get(task, task), size].endswith(f"[n={len(grp)}]")
+    solved = an.table_solved(runs)
+    for (model, task), grp in runs.groupby(["model", "problem"]):
+        assert solved.loc[model, an.TASK_LABELS.get(task, task)].split(" [")[1] == f"n={len(grp)}]"
+    for model, grp in runs.groupby("model"):
+        assert f"[n={len(grp)}]" in solved.loc[model, "AgentsNet"]
