@@ -147,10 +147,11 @@ def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
 
     Win rates are percentages of the pairs judged (both orders usable); a win needs both
     orders to agree, so `ties` include the order disagreements, counted on their own as
-    well. Scores are the mean criterion-score totals over the judged pairs. Judge failures
+    well. Scores are the mean criterion-score totals over the judged pairs, with their standard
+    error (sample SD / sqrt(judged); NaN below two pairs) in `*_score_se`. Judge failures
     and skipped pairs (no usable answer) are counted, never scored."""
     cols = ["pairs", "judged", "judge_failures", "skipped", "simas_wins", "cot_wins", "ties", "order_disagreements",
-            "simas_win_rate", "cot_win_rate", "simas_score", "cot_score"]
+            "simas_win_rate", "cot_win_rate", "simas_score", "cot_score", "simas_score_se", "cot_score_se"]
     if judgments.empty:
         return pd.DataFrame(columns=cols)
     orders = judgments[judgments["order"] != "combined"]
@@ -170,7 +171,9 @@ def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
                      "cot_wins": wins["cot"], "ties": wins["tie"], "order_disagreements": int(ok["disagree"].sum()),
                      "simas_win_rate": rate(wins["simas"]), "cot_win_rate": rate(wins["cot"]),
                      "simas_score": ok["simas_score"].mean() if judged else np.nan,
-                     "cot_score": ok["cot_score"].mean() if judged else np.nan})
+                     "cot_score": ok["cot_score"].mean() if judged else np.nan,
+                     "simas_score_se": ok["simas_score"].sem(ddof=1) if judged > 1 else np.nan,
+                     "cot_score_se": ok["cot_score"].sem(ddof=1) if judged > 1 else np.nan})
     return pd.DataFrame(rows).set_index(JUDGE_KEYS)
 
 

@@ -152,8 +152,10 @@ def judge_bars(judgments: pd.DataFrame, path: str | Path, note: str | None = Non
     rates.plot.bar(ax=left, rot=0, yerr=np.nan_to_num(err), capsize=2)
     _rate_axis(left, "win rate (% of judged pairs)")
     left.set_title("judge verdicts (both orders must agree)", fontsize="small")
-    table[["simas_score", "cot_score"]].set_axis(labels).rename(columns={"simas_score": "SIMAS", "cot_score": "CoT"}
-                                                              ).plot.bar(ax=right, rot=0)
+    scores = table[["simas_score", "cot_score"]].set_axis(labels)
+    score_se = table[["simas_score_se", "cot_score_se"]].to_numpy(dtype=float).T
+    scores.rename(columns={"simas_score": "SIMAS", "cot_score": "CoT"}).plot.bar(
+        ax=right, rot=0, yerr=np.nan_to_num(score_se), capsize=2)
     right.set_ylabel("mean score (sum over criteria)")
     right.set_title("average score", fontsize="small")
     for ax in (left, right):
@@ -161,6 +163,6 @@ def judge_bars(judgments: pd.DataFrame, path: str | Path, note: str | None = Non
         ax.set_xlabel("model / task / T / n (judged pairs)")
         ax.legend(fontsize="x-small", loc="upper right", framealpha=0.9)
     caption = ("Left: share of the judged pairs each side won (a win needs both presentation orders to agree), "
-               "with 95% Wilson intervals over the judged pairs. Right: mean score total over the judged pairs "
-               "(no error bars).")
+               "with 95% Wilson intervals over the judged pairs. Right: mean score total over the judged pairs, "
+               "error bars ±1 standard error over the judged pairs (sample SD / sqrt(judged); none below 2).")
     return save_figure(fig, path, f"{caption} {note}" if note else caption)

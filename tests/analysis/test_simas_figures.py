@@ -143,4 +143,15 @@ def test_judge_win_rates_carry_wilson_intervals(seed, tmp_path, monkeypatch):
             cell = judgments[judgments["agents"] == n]
             low, high = _wilson(int((cell["winner"] == names[label]).sum()), len(cell))
             assert seg[0][1] == pytest.approx(100 * low, abs=1e-6) and seg[1][1] == pytest.approx(100 * high, abs=1e-6)
+    right = seen[0][0].axes[1]
+    assert "standard error over the judged pairs" in _caption(seen[0][0])
+    columns = {"SIMAS": "simas_score", "CoT": "cot_score"}
+    for bar, label in zip(_bars(right), [t.get_text() for t in right.get_legend().get_texts()]):
+        (segments,) = bar.lines[2]
+        for n, seg in zip(sorted(judgments["agents"].unique()), segments.get_segments()):
+            values = judgments.loc[judgments["agents"] == n, columns[label]].tolist()
+            mean = sum(values) / len(values)
+            se = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values)) \
+                if len(values) > 1 else 0.0
+            assert seg[0][1] == pytest.approx(mean - se, abs=1e-9) and seg[1][1] == pytest.approx(mean + se, abs=1e-9)
     assert path.with_suffix(".pdf").exists()
