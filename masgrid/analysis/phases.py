@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from masgrid.analysis.dispersion import spread_columns
+
 ACCOUNTINGS = ("final", "run", "phase1", "phase2")
 #: the tables' default: the accounting of the paper's Table 1 (module docstring)
 DEFAULT = "final"
@@ -84,7 +86,9 @@ def by_phase(runs: pd.DataFrame, accounting: str = DEFAULT) -> pd.DataFrame:
 
 def phase_table(runs: pd.DataFrame) -> pd.DataFrame:
     """R, TE, CR% and mean total tokens of two-phase runs by (model, condition, protocol),
-    under each accounting: phase 1, phase 2 (= final, the default of the tables) and run."""
+    under each accounting: phase 1, phase 2 (= final, the default of the tables) and run.
+    Each mean is followed by its sample SD over runs (`<col> sd`); tokens also by `tokens n`
+    (runs that recorded them); the cell's runs are in ("all phases", "runs")."""
     runs = runs[two_phase(runs)] if not runs.empty else runs
     if runs.empty:
         return pd.DataFrame()
@@ -92,9 +96,10 @@ def phase_table(runs: pd.DataFrame) -> pd.DataFrame:
     parts = {}
     for accounting, label in (("phase1", "phase 1"), ("phase2", "phase 2 (final)"), ("run", "whole run")):
         view = by_phase(runs, accounting)
-        agg = view.groupby(keys, dropna=False).agg(R=("rounds", "mean"), TE=("te", "mean"), cr=("cr", "mean"),
-                                                   tokens=("tokens_total", "mean"))
-        parts[label] = agg.assign(cr=agg["cr"] * 100).rename(columns={"cr": "CR%"})
+        parts[label] = pd.concat([spread_columns(view, keys, "rounds", "R", with_n=False),
+                                  spread_columns(view, keys, "te", "TE", with_n=False),
+                                  spread_columns(view, keys, "cr", "CR%", 100.0, with_n=False),
+                                  spread_columns(view, keys, "tokens_total", "tokens")], axis=1)
     table = pd.concat(parts, axis=1)
     table[("all phases", "runs")] = runs.groupby(keys, dropna=False)["run_id"].count()
     return table

@@ -8,6 +8,8 @@ communication tokens (CR): never from the columns under test.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -124,7 +126,13 @@ def test_phase_table_shows_both_phases_and_the_run(grid):
         row = table.loc[("scripted-loopback", condition, protocol)]
         for label, phase in (("phase 1", 1), ("phase 2 (final)", 2), ("whole run", None)):
             assert row[(label, "R")] == pytest.approx(sum(p.rounds(phase) for p in group) / len(group))
-            assert row[(label, "tokens")] == pytest.approx(sum(p.tokens(phase) for p in group) / len(group))
+            tokens = [p.tokens(phase) for p in group]
+            assert row[(label, "tokens")] == pytest.approx(sum(tokens) / len(group))
+            mean = sum(tokens) / len(tokens)
+            sd = math.sqrt(sum((t - mean) ** 2 for t in tokens) / (len(tokens) - 1))
+            assert row[(label, "tokens sd")] == pytest.approx(sd) and row[(label, "tokens n")] == len(group)
+            rounds = [p.rounds(phase) for p in group]
+            assert row[(label, "R sd")] == pytest.approx(statistics.stdev(rounds))
         assert row[("all phases", "runs")] == len(group)
 
 
