@@ -6,7 +6,8 @@ What the paper reports, and how masgrid fills each column:
 - `total_mtok`, `comm_mtok`: sums of `tokens_total` and `tokens_comm` in millions, whole
   runs (both phases of abl_message/camoc: what was spent, unlike the phase-2 accounting
   of the other tables);
-  `comm_pct` = 100 * comm / total; `tokens_per_run` (Tok/log) = total / runs;
+  `comm_pct` = 100 * comm / total; `tokens_per_run` (Tok/log) = total / runs, followed by its
+  sample SD over the runs (`tokens_per_run sd`, ddof = 1; NaN where a count is missing);
 - cost: the paper's counters did not split input from output, so it gives a midpoint
   (half the tokens at each price, `cost_mid_usd`) inside a range [all at the input price,
   all at the output price] (`cost_low_usd`, `cost_high_usd`). masgrid records the split,
@@ -32,7 +33,7 @@ import pandas as pd
 from masgrid.analysis.validity import usable
 
 PRICE_FIELDS = ("input_usd_per_mtok", "output_usd_per_mtok")
-COLUMNS = ["runs", "total_mtok", "comm_mtok", "comm_pct", "tokens_per_run", "cost_usd", "cost_mid_usd",
+COLUMNS = ["runs", "total_mtok", "comm_mtok", "comm_pct", "tokens_per_run", "tokens_per_run sd", "cost_usd", "cost_mid_usd",
            "cost_low_usd", "cost_high_usd", "usage_estimated_calls", "note"]
 
 
@@ -76,6 +77,8 @@ def _row(costs: pd.DataFrame) -> dict[str, object]:
     row: dict[str, object] = {"runs": n, "total_mtok": total / 1e6, "comm_mtok": comm / 1e6,
                               "comm_pct": 100 * comm / total if total else np.nan,
                               "tokens_per_run": total / n if n else np.nan,
+                              "tokens_per_run sd": costs["tokens_total"].std(ddof=1) if n > 1 and not np.isnan(total)
+                              else np.nan,
                               "usage_estimated_calls": int(costs["usage_estimated_calls"].sum())}
     for col in ("cost_usd", "cost_mid_usd", "cost_low_usd", "cost_high_usd"):
         row[col] = np.nan if missing else _sum(costs[col])
@@ -98,7 +101,7 @@ def table4(runs: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
                             if len(keys) > 1 else pd.Index([], name=keys[0]))
     costs = _costs(ok)
     rows = {key: _row(costs.loc[group.index]) for key, group in ok.groupby(keys if len(keys) > 1 else keys[0])}
-    total = _row(costs) | {"tokens_per_run": np.nan}
+    total = _row(costs) | {"tokens_per_run": np.nan, "tokens_per_run sd": np.nan}
     rows[("Total",) + ("",) * (len(keys) - 1) if len(keys) > 1 else "Total"] = total
     out = pd.DataFrame.from_dict(rows, orient="index")[COLUMNS]
     out.index = pd.MultiIndex.from_tuples(out.index, names=keys) if len(keys) > 1 else out.index.rename(keys[0])

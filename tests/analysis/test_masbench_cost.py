@@ -65,6 +65,9 @@ def test_table4_against_loops_on_random_runs(tmp_path):
         assert row["comm_mtok"] == pytest.approx(comm / 1e6)
         assert row["comm_pct"] == pytest.approx(100 * comm / total)
         assert row["tokens_per_run"] == pytest.approx(total / len(mine))
+        mean = total / len(mine)
+        sd = math.sqrt(sum((r["tokens_total"] - mean) ** 2 for r in mine) / (len(mine) - 1))
+        assert row["tokens_per_run sd"] == pytest.approx(sd)
         assert row["usage_estimated_calls"] == sum(r["calls_usage_estimated"] for r in mine)
         if price is None:
             assert all(math.isnan(row[c]) for c in ("cost_usd", "cost_mid_usd", "cost_low_usd", "cost_high_usd"))
