@@ -184,16 +184,7 @@ class RunLog:
                 # the host's retry turn: the format check's message, as a user message
                 self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
                               source=invalid)
-            st.rounds += 1
-            self._count_call(st, c)
-            if c.final and st.stopped is None:
-                st.stopped = f"phase {phase} round {round_no}: {c.error}"
-            self._event(phase=phase, round=round_no, agent=i, kind="model_call", verb=None, role="assistant",
-                        text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
-                        http_status=c.http_status, tokens_in=c.tokens_in,
-                        tokens_out=c.tokens_out, tokens_comm=0, usage_source=c.usage_source,
-                        latency_s=c.latency_s, attempts=c.attempts, call_started=_when(c.started_at),
-                        messages_sent=0)
+            self._record_call(phase, round_no, i, c, f"round {round_no}")
             quotable = self.replies[i] = []
             for o in outcomes.get(i, []):
                 quotable.append((self.seq, o.reply))
@@ -209,6 +200,20 @@ class RunLog:
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
                             messages_sent=o.messages_sent, peers=o.peers)
         self.next_round = round_no + 1
+
+    def _record_call(self, phase: int, round_no: int, agent: int, c: Completion, where: str, **extra: Any) -> None:
+        """A model call that went into the history: its counters, a final refusal (`where`
+        says when), and its `model_call` event."""
+        st = self.stats[agent]
+        st.rounds += 1
+        self._count_call(st, c)
+        if c.final and st.stopped is None:
+            st.stopped = f"phase {phase} {where}: {c.error}"
+        self._event(phase=phase, round=round_no, agent=agent, kind="model_call", verb=None, role="assistant",
+                    text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
+                    http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
+                    usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
+                    call_started=_when(c.started_at), messages_sent=0, **extra)
 
     def _count_call(self, st: AgentStats, c: Completion) -> None:
         st.model_calls += 1
@@ -229,15 +234,7 @@ class RunLog:
             st.messages_received += row["kind"] == "delivery"
             self._message(phase=phase, round=step, agent=agent, **_quoting(row, self.seq))
         if c is not None:
-            st.rounds += 1
-            self._count_call(st, c)
-            if c.final and st.stopped is None:
-                st.stopped = f"phase {phase} step {step}: {c.error}"
-            self._event(phase=phase, round=step, agent=agent, kind="model_call", verb=None, role="assistant",
-                        text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
-                        http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
-                        usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
-                        call_started=_when(c.started_at), messages_sent=0, t=started)
+            self._record_call(phase, step, agent, c, f"step {step}", t=started)
         for row in after:
             st.messages_sent += int(row.get("messages_sent", 0))
             st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
@@ -406,19 +403,21 @@ class RunDriver:
         marks = [mark(log.stats)]  # every agent's counters at each phase boundary
 
         writing: list[asyncio.Future] = []  # at most one event chunk on its way to the recorder
+        flushing = asyncio.Lock()  # the asynchronous schedule's agent loops flush concurrently
 
         async def flush(wait: bool = False) -> None:
             """Send the pending events; the round goes on while the recorder writes them. The
             previous chunk is awaited first, so one chunk at most is in flight (memory stays
             bounded and a failed write fails the run at the next flush)."""
-            if writing:
-                await writing.pop()
-            chunk, rows = log.take_chunk()
-            sent = asyncio.ensure_future(self.recorder.call("write_events", log.run_id, log.partition, chunk, rows))
-            if wait:
-                await sent
-            else:
-                writing.append(sent)
+            async with flushing:
+                if writing:
+                    await writing.pop()
+                chunk, rows = log.take_chunk()
+                sent = asyncio.ensure_future(self.recorder.call("write_events", log.run_id, log.partition, chunk, rows))
+                if wait:
+                    await sent
+                else:
+                    writing.append(sent)
 
         async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
                            outcomes: dict[int, list[OutcomeRecord]]) -> None:
