@@ -62,18 +62,26 @@ def _grouped_bars(ax: "plt.Axes", table: pd.DataFrame, groups: list[str], key: s
     ax.legend(fontsize="small")
 
 
-def success_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
-    """Figure 3 (left) / 4a: success rate per model and setting with 95% Wilson intervals."""
+def _rate_bars(table: pd.DataFrame, path: str | Path, settings: list[str], empty: str, ylabel: str, title: str,
+               caption: str, note: str | None) -> list[Path]:
+    """A rate per model and setting as grouped bars with 95% Wilson intervals (n on each bar)."""
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * table["model"].nunique() + 2), 4))
     if table.empty:
-        ax.text(0.5, 0.5, "no CooperBench runs", ha="center")
+        ax.text(0.5, 0.5, empty, ha="center")
     else:
-        _grouped_bars(ax, table, list(dict.fromkeys(table["setting"])), "setting")
+        _grouped_bars(ax, table, settings, "setting")
     ax.set_xlabel("model")
-    ax.set_ylabel("task success rate (%)")
-    ax.set_title("Success by setting (95% Wilson intervals)", fontsize="small")
-    return save(fig, path, _caption("Each bar: task success rate over the n runs of a model and setting (n on the "
-                                    "bar). Error bars: 95% Wilson interval.", note))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize="small")
+    return save(fig, path, _caption(caption, note))
+
+
+def success_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
+    """Figure 3 (left) / 4a: success rate per model and setting with 95% Wilson intervals."""
+    return _rate_bars(table, path, list(dict.fromkeys(table["setting"])), "no CooperBench runs",
+                      "task success rate (%)", "Success by setting (95% Wilson intervals)",
+                      "Each bar: task success rate over the n runs of a model and setting (n on the bar). "
+                      "Error bars: 95% Wilson interval.", note)
 
 
 def difficulty_figure(curves: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
@@ -109,17 +117,11 @@ def difficulty_figure(curves: pd.DataFrame, path: str | Path, note: str | None =
 
 def conflict_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
     """Figure 4b: share of runs with a naive-merge conflict, with and without communication."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * table["model"].nunique() + 2), 4))
-    if table.empty:
-        ax.text(0.5, 0.5, "no coop / nocomm runs", ha="center")
-    else:
-        _grouped_bars(ax, table.replace({"setting": {"coop": "with comm", "nocomm": "no comm"}}),
-                      ["with comm", "no comm"], "setting")
-    ax.set_xlabel("model")
-    ax.set_ylabel("runs with a naive merge conflict (%)")
-    ax.set_title("Conflict rate with and without communication (95% Wilson)", fontsize="small")
-    return save(fig, path, _caption("Each bar: share of the n runs whose naive merge conflicted (n on the bar). "
-                                    "Error bars: 95% Wilson interval.", note))
+    return _rate_bars(table.replace({"setting": {"coop": "with comm", "nocomm": "no comm"}}), path,
+                      ["with comm", "no comm"], "no coop / nocomm runs", "runs with a naive merge conflict (%)",
+                      "Conflict rate with and without communication (95% Wilson)",
+                      "Each bar: share of the n runs whose naive merge conflicted (n on the bar). "
+                      "Error bars: 95% Wilson interval.", note)
 
 
 def communication_figure(table: pd.DataFrame, path: str | Path, note: str | None = None) -> list[Path]:
