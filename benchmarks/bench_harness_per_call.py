@@ -185,9 +185,12 @@ def in_process(name: str, server: Server, results: Path, seed: int, client: str)
 def as_process(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
     """The whole `masgrid run` command, Ray start included."""
     cfg = config(name, server, results, seed, client)
-    args = [f"{k}={v}" for k, v in cfg.items() if not isinstance(v, dict)]
-    args += [f"{block}.{k}={v}" for block in ("model", "execution") for k, v in cfg[block].items()]
-    args = [a.replace("model.", "+model.", 1) if a.startswith("model.name") else a for a in args]
+    model = {**cfg.pop("model"), "served_name": "zero"}
+    model.pop("name")
+    args = ["model=local_vllm", *(f"{k}={v}" for k, v in cfg.items() if not isinstance(v, dict))]
+    # `++` sets a key whether or not the composed config lists it
+    args += [f"++model.{k}={v}" for k, v in model.items()]
+    args += [f"++execution.{k}={v}" for k, v in cfg["execution"].items()]
     before = server.stats()
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "run", *args], check=True,

@@ -22,51 +22,18 @@ import argparse
 import json
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pandas as pd
-import psutil
 
-from bench_harness_per_call import Server, config  # noqa: E402 (run as a script from benchmarks/)
+from bench_agentsnet import Peak  # noqa: E402 (run as a script from benchmarks/): RSS of this process tree
+from bench_harness_per_call import Server, config  # noqa: E402
 
 SCENARIOS = {
     "agentsnet1000": {"task": "agentsnet/consensus", "protocol": "local", "agents": 1000, "graph": "ws"},
     "silo1000": {"task": "silo/I-01", "protocol": "p2p", "agents": 1000, "max_rounds": 10},
 }
-
-
-def tree_rss_mb() -> float:
-    total = 0
-    me = psutil.Process()
-    for proc in (me, *me.children(recursive=True)):
-        try:
-            total += proc.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return total / 2**20
-
-
-class PeakRss:
-    def __init__(self) -> None:
-        self.base = tree_rss_mb()
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_mb())
-            self._stop.wait(0.1)
-
-    def __enter__(self) -> "PeakRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def one(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
@@ -77,7 +44,7 @@ def one(name: str, server: Server, results: Path, seed: int, client: str) -> dic
     data.update(SCENARIOS[name])
     cfg = RunConfig.from_mapping(data)
     t0 = time.perf_counter()
-    with PeakRss() as rss:
+    with Peak(with_children=True) as rss:
         summary = run_one(cfg)
     wall = time.perf_counter() - t0
     if summary.status != "ok":
