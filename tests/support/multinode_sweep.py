@@ -93,10 +93,15 @@ def _sweep(out: Path, results: Path) -> None:
             victim = workers[1]
             deadline = time.time() + 240
             while time.time() < deadline:  # kill node 2 once each worker node finished a run and node 2 runs one
-                nodes = actor_nodes("run:")
+                # the recorder is read before the actor table: a driver stays ALIVE for a moment
+                # after its run is recorded ok, and a run may finish between the two reads, so a
+                # run counts as busy only if it is alive on the victim and not yet recorded ok
                 done = recorded(results)
-                ok_nodes = {node for r in done[done["status"] == "ok"]["run_id"] for node, _ in nodes.get(f"run:{r}", [])}
-                busy = [n[4:].split("#")[0] for n, places in nodes.items() if (victim.node_id, "ALIVE") in places]
+                nodes = actor_nodes("run:")
+                ok_runs = set(done[done["status"] == "ok"]["run_id"])
+                ok_nodes = {node for r in ok_runs for node, _ in nodes.get(f"run:{r}", [])}
+                busy = [r for r in (n[4:].split("#")[0] for n, places in nodes.items()
+                                    if (victim.node_id, "ALIVE") in places) if r not in ok_runs]
                 if {w.node_id for w in workers} <= ok_nodes and busy:
                     facts["completed_before_kill"] = {r: str(t) for r, t, s in
                                                       zip(done["run_id"], done["started_at"], done["status"])
