@@ -157,6 +157,11 @@ class RunConfig(BaseModel):
                              f"model=scripted, not backend={self.backend}")
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
+        scoring = task.scoring_model(**self.generation_kwargs())
+        if scoring is not None:  # e.g. cooper.resolver=llm: its model must be reachable (one line if not)
+            from masgrid.platform.scoring_model import scoring_settings
+
+            scoring_settings(scoring, self.backend, self.model)
         if self.backend == "serve":
             from masgrid.actors.serving.spec import parse_serving
 

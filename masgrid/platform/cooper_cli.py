@@ -9,13 +9,18 @@ on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from masgrid.envs.tasks.cooper.evaluate import evaluate_patches
+from masgrid.envs.tasks.cooper.evaluate import EvalResult, evaluate_patches
 from masgrid.envs.tasks.cooper.layout import CooperDataError, load_task
+from masgrid.envs.tasks.cooper.merge import Resolver
+from masgrid.envs.tasks.cooper.resolver import LLMResolver
 from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxError, SandboxSettings, sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.envs.tasks.cooper.testenv import TestEnvError
@@ -23,6 +28,8 @@ from masgrid.envs.tasks.cooper.testenv import TestEnvError
 USAGE = """usage:
   masgrid cooper eval --data-dir D --repos-dir R --task POOL/ID --features i,j [--gold] [--patch i=FILE ...]
                       [--solo FILE] [--sandbox bwrap|none] [--cache-dir C] [--timeout S] [--out FILE]
+                      [--resolver-model NAME --resolver-base-url URL [--resolver-api-key-env ENV]
+                       [--resolver-timeout S] [--resolver-retries N] [--resolver-max-tokens N]]
   masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)"""
 
 
@@ -48,7 +55,51 @@ def _eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", type=Path, default=None)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per feature's test run")
     p.add_argument("--out", type=Path, default=None)
+    # the llm stage (appendix C): a model behind an OpenAI-compatible endpoint, at temperature 0
+    p.add_argument("--resolver-model", default=None, help="model id the resolver's requests name")
+    p.add_argument("--resolver-base-url", default=None, help="its endpoint, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--resolver-api-key-env", default="OPENAI_API_KEY")
+    p.add_argument("--resolver-timeout", type=float, default=120.0, help="seconds per attempt")
+    p.add_argument("--resolver-retries", type=int, default=2)
+    p.add_argument("--resolver-max-tokens", type=int, default=None)
     return p
+
+
+def _evaluate_with_resolver(a: argparse.Namespace, evaluate: Callable[[Resolver], EvalResult]) -> dict[str, Any]:
+    """`evaluate(resolver)` with the LLM resolver on the model the --resolver-* options name;
+    the result as JSON-ready data with a `resolver` block (model, calls, tokens, each call)."""
+    from masgrid.actors.backends import BackendSettings, ClientCache
+    from masgrid.actors.backends.openai_chat import http_backend
+    from masgrid.envs.tasks.base import ScoringModel
+    from masgrid.envs.tokens import get_counter
+    from masgrid.platform.scoring_model import run_with_ask, scoring_settings
+
+    if not (a.resolver_model and a.resolver_base_url):
+        raise CooperDataError("the resolver needs both --resolver-model and --resolver-base-url")
+    request = ScoringModel(actor="resolver", config_key="resolver", temperature=0.0, settings={
+        "name": a.resolver_model, "base_url": a.resolver_base_url, "api_key_env": a.resolver_api_key_env,
+        "timeout_s": a.resolver_timeout, "max_retries": a.resolver_retries, "max_tokens": a.resolver_max_tokens})
+    try:
+        _, settings = scoring_settings(request, "openai", BackendSettings())
+    except ValueError as exc:
+        raise CooperDataError(str(exc)) from None
+    calls: list[dict[str, Any]] = []
+
+    def on_call(prompt: str, c: Any) -> None:
+        calls.append({"reply": c.text, "ok": c.error is None, "error": c.error, "tokens_in": c.tokens_in,
+                      "tokens_out": c.tokens_out, "usage_source": c.usage_source,
+                      "latency_s": round(c.latency_s, 3), "attempts": c.attempts})
+
+    async def main() -> tuple[EvalResult, dict[str, Any]]:
+        clients = ClientCache()
+        try:
+            return await run_with_ask(lambda ask: evaluate(LLMResolver(ask)), "resolver", settings,
+                                      http_backend(settings, get_counter(), clients), on_call)
+        finally:
+            await clients.aclose()
+
+    result, totals = asyncio.run(main())
+    return {**result.model_dump(mode="json"), "resolver": {**totals, "temperature": 0.0, "calls_made": calls}}
 
 
 def _read_patch(path: Path) -> str:
@@ -96,9 +147,15 @@ def _eval(argv: list[str]) -> int:
     cache = a.cache_dir or default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     sandbox = Sandbox(SandboxSettings(kind=a.sandbox, timeout_s=a.timeout), writable=[])
-    result = evaluate_patches(task, patches, a.repos_dir, sandbox=sandbox, cache_dir=cache.resolve(),
-                              features=features, timeout_s=a.timeout)
-    text = result.model_dump_json(indent=2)
+
+    def evaluate(resolver: Resolver | None) -> EvalResult:
+        return evaluate_patches(task, patches, a.repos_dir, sandbox=sandbox, cache_dir=cache.resolve(),
+                                features=features, timeout_s=a.timeout, resolver=resolver)
+
+    if a.resolver_model or a.resolver_base_url:
+        text = json.dumps(_evaluate_with_resolver(a, evaluate), indent=2)
+    else:
+        text = evaluate(None).model_dump_json(indent=2)
     if a.out is not None:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(text + "\n", encoding="utf-8")

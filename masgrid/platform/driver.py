@@ -109,6 +109,8 @@ class RunLog:
     timed: bool = False
     #: estimated size of `pending` (characters of text and reply + EVENT_ROW_BYTES a row)
     pending_bytes: int = 0
+    #: calls recorded per scoring actor (e.g. the CooperBench resolver)
+    scoring_calls: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
@@ -240,6 +242,17 @@ class RunLog:
             st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
             self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0,
                            "phase": phase, "round": step, "agent": agent, **_quoting(row, self.seq)})
+
+    def record_scoring_call(self, phase: int, actor: str, prompt: str, c: Completion) -> None:
+        """A call the scorer made to its own model (platform/scoring_model.py): an event of
+        `actor`, no agent's; `round` numbers the actor's calls from 1. Its tokens stay out
+        of every agent's counters."""
+        self.scoring_calls[actor] = number = self.scoring_calls.get(actor, 0) + 1
+        self._event(phase=phase, round=number, agent=None, actor=actor, kind="scoring_call", verb=None, role=None,
+                    text=prompt, reply=c.text, ok=c.error is None, error=c.error, error_class=c.error_class,
+                    http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
+                    usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
+                    call_started=_when(c.started_at), messages_sent=0, t=c.started_at)
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending, self.pending_bytes = self.pending, [], 0
@@ -457,7 +470,7 @@ class RunDriver:
             await flush(wait=True)
         await pool.close()
 
-        score = task.score(instance, submissions)
+        score, scoring = await self._final_score(task, instance, submissions, log, n_phases)
         phase_scores = [task.score(instance, subs) for subs in phase_subs[:-1]] + [score]
         phased = phase_columns([phase_usage(a, b) for a, b in zip(marks, marks[1:])], phase_scores, phase_subs)
         phase1_correct = phase_scores[0].correct
@@ -488,6 +501,7 @@ class RunDriver:
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
+        metrics.update(scoring)  # a scoring model's calls and tokens, apart from the agents'
         # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
                   "model_errors": metrics["model_errors"],
@@ -508,6 +522,31 @@ class RunDriver:
             for i in range(cfg.agents)
         ]
         return metrics, agent_rows
+
+
+    async def _final_score(self, task: Task, instance: Instance, submissions: list[Any], log: RunLog,
+                           phase: int) -> tuple[Any, dict[str, Any]]:
+        """The final phase's score; with a scoring model (CooperBench's resolver) the scorer
+        runs in a thread and its model calls are recorded (platform/scoring_model.py)."""
+        cfg = self.cfg
+        request = task.scoring_model(**cfg.generation_kwargs())
+        if request is None:
+            return task.score(instance, submissions), {}
+        from masgrid.actors.backends import host_clients, make_backend
+        from masgrid.envs.tokens import get_counter
+        from masgrid.platform.scoring_model import run_with_ask, scoring_settings
+
+        kind, settings = scoring_settings(request, cfg.backend, cfg.model)
+        spec = cfg.token_counting().spec
+        view = task.view(instance, 0, phase=phase)  # only a Serve stand-in reads it (its agent tag)
+        shared: dict[str, Any] = {"token_counter": spec}
+        backend = make_backend(kind, settings, get_counter(spec), view, cfg.protocol, cfg.seed, shared)
+        try:
+            return await run_with_ask(lambda ask: task.score(instance, submissions, ask=ask),  # type: ignore[call-arg]
+                                      request.actor, settings, backend,
+                                      lambda prompt, c: log.record_scoring_call(phase, request.actor, prompt, c))
+        finally:
+            await host_clients(shared).aclose()
 
 
 def _check_prompts(cfg: RunConfig) -> None:

@@ -147,6 +147,19 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "agents_capped": (pa.int64(), "CooperBench: agents stopped by the action cap before calling finish"),
     "agents_without_patch": (pa.int64(), "CooperBench: agents that left no execution record (evaluated as an empty patch)"),
     "eval_wall_s": (pa.float64(), "CooperBench: wall time of merge and tests"),
+    "conflicts_llm": (pa.int64(), "CooperBench: files still holding conflict markers after the llm stage (0: it "
+                      "gave a conflict-free tree; null: not run)"),
+    "resolver_outcome": (pa.string(), "CooperBench llm stage: resolved (a conflict-free tree, which was then tested), "
+                         "failed (the union result stands, or nothing merged; see resolver_failure), null: not run"),
+    "resolver_failure": (pa.string(), "CooperBench: why the llm stage failed, per conflict region (a failed call, an "
+                         "empty answer, markers left, an unclosed code block); null unless resolver_outcome is failed"),
+    "resolver_model": (pa.string(), "CooperBench cooper.resolver=llm: the model id the resolver's requests named "
+                       "(null: no resolver configured)"),
+    "resolver_calls": (pa.int64(), "CooperBench: the resolver's model calls (one per conflict region; 0 when no "
+                       "run reached the llm stage; null: no resolver configured)"),
+    "resolver_errors": (pa.int64(), "CooperBench: resolver calls that failed after retries (not in model_errors)"),
+    "resolver_tokens_in": (pa.int64(), "CooperBench: prompt tokens of the resolver's calls (not in tokens_in)"),
+    "resolver_tokens_out": (pa.int64(), "CooperBench: completion tokens of the resolver's calls (not in tokens_out)"),
     "eval_notes": (pa.string(), "CooperBench: what the evaluator noted (test files dropped from a patch, a patch "
                    "that did not apply, no conflict-free tree), '; '-joined; null when nothing"),
 }
@@ -240,6 +253,8 @@ EVENT_KINDS: dict[str, str] = {
     "message": "CooperBench: a send_message (content in `text`, receivers in `peers`)",
     "plan": "CooperBench planning phase: the agent called finish with its plan (in `text`)",
     "finish": "CooperBench execution phase: the agent called finish (status in `verb`, summary in `text`)",
+    "scoring_call": "a model call the scorer made, not an agent (CooperBench's merge resolver: `actor` resolver, "
+                    "`agent` null): the prompt in `text`, the reply in `reply`, its tokens, latency and error",
 }
 
 #: events columns: name -> (type, unit, meaning)
@@ -248,7 +263,8 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "seq": (pa.int64(), "position", "order of the event within the run, from 0; history order within an agent's phase"),
     "phase": (pa.int64(), "phase", "phase, from 1 (2: the rerun of a two-phase condition)"),
     "round": (pa.int64(), "round", "round within the phase, from 1 (prompt events: 0)"),
-    "agent": (pa.int64(), "agent id", "the agent the event belongs to"),
+    "agent": (pa.int64(), "agent id", "the agent the event belongs to; null for a scoring_call (see `actor`)"),
+    "actor": (pa.string(), "label", "scoring_call: who made the call (resolver); null: the agent in `agent`"),
     "kind": (pa.string(), "label", "what happened: " + ", ".join(EVENT_KINDS)),
     "verb": (pa.string(), "label", "command verb (command), stacked (harness), deliver (delivery), invalid_reply (model_call), "
                                    "retry (observation: the format check's message), else null"),

@@ -38,6 +38,8 @@ UNITS = {
     "conflicts_union": "conflict hunks", "feature_pass_json": "JSON", "features_passed": "features",
     "features_total": "features", "actions_total": "actions", "messages_total": "messages", "patch_lines": "lines",
     "agents_capped": "agents", "agents_without_patch": "agents", "eval_wall_s": "seconds", "eval_notes": "text",
+    "conflicts_llm": "files", "resolver_outcome": "label", "resolver_failure": "text", "resolver_model": "label",
+    "resolver_calls": "calls", "resolver_errors": "calls", "resolver_tokens_in": "tokens", "resolver_tokens_out": "tokens",
 }
 #: the per-phase columns (`<metric>_phase1`, `_phase2`) carry their metric's unit
 UNITS.update({f"{name}_phase{p}": UNITS[name] for p in (1, 2) for name in PHASE_METRICS})

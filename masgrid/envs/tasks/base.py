@@ -44,6 +44,26 @@ class Score(BaseModel):
     metrics: dict[str, float | int | bool | str | None] = Field(default_factory=dict)  # str: labels (AgentsNet flags)
 
 
+class ScoringModel(BaseModel):
+    """A model a task calls while it scores (CooperBench's merge resolver), not one of its agents.
+
+    The platform reaches it through the agents' backend clients and records each call as an
+    event of `actor`, with its tokens kept apart from the agents'. `settings` are model
+    settings (the `model` block's fields, validated where the platform builds the client);
+    None means the run's own model and backend."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    actor: str = Field(description="who makes the calls, e.g. resolver (events, column prefix)")
+    config_key: str = Field(description="the option that configures it, for error messages")
+    settings: dict[str, Any] | None = None
+    temperature: float | None = Field(None, ge=0, description="sampling temperature forced on every call")
+
+
+class ScoringCallFailed(Exception):
+    """A scoring model's call failed after its client's retries; the message says why."""
+
+
 class AgentView(BaseModel):
     """Everything one agent is allowed to know at the start of a phase."""
 
@@ -156,6 +176,12 @@ class Task(ABC):
 
     @abstractmethod
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy: ...
+
+    def scoring_model(self, **extra: Any) -> ScoringModel | None:
+        """A model the scorer needs, from the generator's keywords; the driver then calls
+        `score(instance, answers, ask=...)` with a blocking `ask(prompt) -> reply`. None
+        (every task but CooperBench with its LLM resolver): `score` is called plainly."""
+        return None
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         """Task-family metrics from the score and token usage; the platform adds common ones."""

@@ -60,6 +60,10 @@ class EvalResult(BaseModel):
     wall_s: float
     env: dict[str, Any] = Field(default_factory=dict, description="test environment key, mode, build seconds")
     sandbox: str = Field(description='"bwrap" or "none" (an explicit opt-out)')
+    resolver_outcome: Literal["resolved", "failed"] | None = Field(
+        None, description="the llm stage: resolved (a conflict-free tree, then tested), failed (see "
+        "resolver_failure; the union result stands), null: not run")
+    resolver_failure: str | None = Field(None, description="why the llm stage failed, region by region")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -169,6 +173,8 @@ def evaluate_patches(task: CooperTaskData, patches: dict[int, str], repos_dir: P
         branches = make_branches(repo, task.base_commit, cleaned)
         conflicts: dict[str, int] = {}
         tests: dict[int, FeatureTestResult] = {}
+        outcome: Literal["resolved", "failed"] | None = None
+        failure: str | None = None
 
         def test_all(attempt: MergeAttempt) -> dict[int, FeatureTestResult]:
             assert attempt.commit is not None
@@ -193,9 +199,15 @@ def evaluate_patches(task: CooperTaskData, patches: dict[int, str], repos_dir: P
                     llm = merge_branches(repo, branches, resolver=resolver)
                     conflicts["llm"] = 0 if llm.commit is not None else len(llm.unmerged)
                     if llm.commit is not None:
-                        stage, tests = "llm", test_all(llm)
-                    elif union.commit is None:
-                        stage = "failed"
+                        stage, tests, outcome = "llm", test_all(llm), "resolved"
+                    else:
+                        outcome = "failed"
+                        why = list(getattr(resolver, "failures", []))
+                        failure = "; ".join(why) or f"conflict markers left in {', '.join(llm.unmerged)}"
+                        notes.append(f"llm stage failed ({failure}); "
+                                     + ("the union result stands" if union.commit else "nothing merged"))
+                        if union.commit is None:
+                            stage = "failed"
         if stage == "failed":
             notes.append("no merge stage produced a tree without conflicts: every feature fails")
         failed_apply = [k for k, s in branches.apply_status.items() if s == "failed"]
@@ -208,7 +220,7 @@ def evaluate_patches(task: CooperTaskData, patches: dict[int, str], repos_dir: P
             feature_tests={f: t.model_dump() for f, t in tests.items()}, success=all(feature_pass.values()),
             wall_s=time.monotonic() - start,
             env={"key": env.key, "mode": env.mode, "built_s": round(env.built_s, 3), "reused": env.reused},
-            sandbox=sandbox.settings.kind, notes=notes)
+            sandbox=sandbox.settings.kind, notes=notes, resolver_outcome=outcome, resolver_failure=failure)
     except GitError as exc:
         raise CooperDataError(f"{task.name}: {exc}") from None
     finally:

@@ -10,7 +10,8 @@ repository; the branches are merged in feature order into the first one (pairs: 
   sides, ours first. Conflicts that are not line conflicts (modify/delete, binary files)
   survive the union driver and are counted.
 * llm - only when a resolver is configured: every conflict region of the naive merge is
-  handed to it with `CONTEXT_LINES` lines either side and replaced by its answer. The
+  handed to it with `CONTEXT_LINES` lines either side (fewer where two regions are closer
+  than that: the lines between them are shared out) and replaced by its answer. The
   caller (evaluate.py) decides when to reach for it: after union leaves conflicts or its
   merged tree fails a test (appendix C).
 
@@ -107,19 +108,45 @@ def merge_branches(repo: Path, branches: Branches, *, union: bool = False,
 _REGION = re.compile(r"^<{7}(?: [^\n]*)?\n.*?^>{7}(?: [^\n]*)?(?:\n|$)", re.MULTILINE | re.DOTALL)
 
 
+def context_shares(spans: list[tuple[int, int]], n_lines: int, context: int) -> list[tuple[int, int]]:
+    """(lines before, lines after) each region's excerpt takes, regions given as line spans
+    [first, end). Up to `context` either side, but never reaching into a neighbouring region:
+    when fewer than 2*context lines separate two regions they are shared out (the lower one
+    takes half, rounded down), so no excerpt holds another region's markers and no line is
+    replaced twice."""
+    shares: list[tuple[int, int]] = []
+    for i, (first, end) in enumerate(spans):
+        gap_up = first - (spans[i - 1][1] if i else 0)
+        before = min(context, gap_up) if i == 0 else (context if gap_up >= 2 * context else gap_up // 2)
+        gap_down = (spans[i + 1][0] if i + 1 < len(spans) else n_lines) - end
+        if i + 1 < len(spans):
+            lower = context if gap_down >= 2 * context else gap_down // 2
+            after = min(context, gap_down - lower)
+        else:
+            after = min(context, gap_down)
+        shares.append((before, after))
+    return shares
+
+
 def resolve_text(text: str, resolver: Resolver, context: int = CONTEXT_LINES) -> str:
-    """Replace each conflict region (with `context` lines either side) by the resolver's answer;
-    regions are handled bottom-up so earlier offsets stay valid."""
-    for match in reversed(list(_REGION.finditer(text))):
-        before = text[:match.start()].splitlines(keepends=True)
-        after = text[match.end():].splitlines(keepends=True)
-        head, tail = before[max(0, len(before) - context):], after[:context]
-        snippet = "".join(head) + match.group(0) + "".join(tail)
+    """Replace each conflict region, with up to `context` lines either side (`context_shares`),
+    by the resolver's answer; regions are handled bottom-up so earlier line numbers stay valid."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    line_of = {offset: i for i, offset in enumerate(starts)}
+    spans = []
+    for match in _REGION.finditer(text):  # a region starts and ends at line boundaries
+        spans.append((line_of[match.start()], line_of.get(match.end(), len(lines))))
+    for (first, end), (before, after) in reversed(list(zip(spans, context_shares(spans, len(lines), context)))):
+        lo, hi = first - before, end + after
+        snippet = "".join(lines[lo:hi])
         answer = resolver(snippet)
-        if answer and not answer.endswith("\n") and (tail or match.group(0).endswith("\n")):
+        if answer and not answer.endswith("\n") and snippet.endswith("\n"):
             answer += "\n"
-        text = "".join(before[:len(before) - len(head)]) + answer + "".join(after[len(tail):])
-    return text
+        lines[lo:hi] = [answer]
+    return "".join(lines)
 
 
 def resolve_conflicts(repo: Path, resolver: Resolver) -> list[str]:

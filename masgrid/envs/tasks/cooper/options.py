@@ -8,9 +8,9 @@ outcome (`CooperTask.identity_options` blanks them).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: the settings of section 4-5: two (or more) agents with messaging, the no-comm ablation
 #: (planning kept, messaging removed in execution), and one agent holding every feature
@@ -41,6 +41,9 @@ class CooperOptions(BaseModel):
                                                         "must write its plan (0: plans without talking)")
     resolver: Literal["none", "llm"] = Field("none", description="the merge stage after union: none, or the "
                                              "LLM resolver of appendix C through the configured model")
+    resolver_model: dict[str, Any] | None = Field(
+        None, description="the resolver's model as a `model` block ({name, base_url, ...}, reached over HTTP with "
+        "the agents' client code); null: the run's own model. Temperature is always 0 (appendix C)")
     policy: Literal["gold", "conflicting"] = Field("gold", description="scripted agents only: apply the feature's "
                                                    "gold patch; conflicting also edits the partner's lines")
     tool_timeout_s: float = Field(60.0, gt=0, le=3600, description="time limit of one shell command")
@@ -54,10 +57,21 @@ class CooperOptions(BaseModel):
             raise ValueError(f"features must be distinct, got {value}")
         return value
 
+    @model_validator(mode="after")
+    def _resolver_model_needs_llm(self) -> CooperOptions:
+        if self.resolver_model is not None and self.resolver != "llm":
+            raise ValueError("cooper.resolver_model is set but cooper.resolver=none: set cooper.resolver=llm "
+                             "or drop the resolver model")
+        return self
+
     def n_agents(self) -> int:
         """One agent per feature, or one for all of them in solo."""
         return 1 if self.setting == "solo" else len(self.features)
 
+
+#: fields of `resolver_model` that enter a run's identity: what changes the resolver's answers, as for
+#: the agents' model (platform/config.py `_MODEL_IDENTITY`; a test keeps the two equal)
+RESOLVER_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
 
 #: option keys that only locate files on this machine: never part of a run's identity
 PATH_KEYS = ("data_dir", "repos_dir", "cache_dir", "work_dir")

@@ -12,6 +12,7 @@ feature passes. Solo evaluates its one patch against every feature.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,18 @@ def evaluation_sandbox(params: dict[str, Any]):  # -> Sandbox
                    writable=[])
 
 
-def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
+def _no_model(prompt: str) -> str:
+    from masgrid.envs.tasks.cooper.resolver import ResolverCallFailed
+
+    raise ResolverCallFailed("no resolver model was given to the scorer (scored outside a run?)")
+
+
+def score_patches(instance: Instance, answers: list[Any], data: Any,
+                  ask: Callable[[str], str] | None = None) -> Score:
+    """`ask(prompt) -> reply`: the resolver's model, used when cooper.resolver=llm (without it
+    the llm stage, when reached, fails visibly)."""
     from masgrid.envs.tasks.cooper.evaluate import evaluate_patches
+    from masgrid.envs.tasks.cooper.resolver import LLMResolver
 
     p = instance.params
     if len(answers) != instance.n_agents:
@@ -47,7 +58,8 @@ def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
     cache = Path(p["cache_dir"])
     cache.mkdir(parents=True, exist_ok=True)
     result = evaluate_patches(data, by_feature, Path(p["repos_dir"]), sandbox=evaluation_sandbox(p), cache_dir=cache,
-                              resolver=None, features=[int(f) for f in p["features"]])
+                              resolver=LLMResolver(ask or _no_model) if p.get("resolver") == "llm" else None,
+                              features=[int(f) for f in p["features"]])
     passed = {int(k): bool(v) for k, v in result.feature_pass.items()}
     correct = [all(passed.get(f, False) for f in fs) for fs in owned]
     partial = [sum(passed.get(f, False) for f in fs) / len(fs) for fs in owned]
@@ -56,6 +68,9 @@ def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
         "merge_stage": result.merge_stage,
         "conflicts_naive": conflicts.get("naive"),
         "conflicts_union": conflicts.get("union"),
+        "conflicts_llm": conflicts.get("llm"),
+        "resolver_outcome": result.resolver_outcome,
+        "resolver_failure": result.resolver_failure,
         "feature_pass_json": json.dumps({str(k): v for k, v in sorted(passed.items())}),
         "features_passed": sum(passed.values()),
         "features_total": len(p["features"]),

@@ -21,12 +21,13 @@ An execution submission is the agent's record {patch, actions, messages, finish,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
+from masgrid.envs.tasks.base import AgentView, Instance, Score, ScoringModel, Task
 from masgrid.envs.tasks.cooper import prompts
-from masgrid.envs.tasks.cooper.options import PATH_KEYS, CooperOptions
+from masgrid.envs.tasks.cooper.options import PATH_KEYS, RESOLVER_IDENTITY, CooperOptions
 from masgrid.envs.tasks.cooper.paths import resolve_paths
 
 if TYPE_CHECKING:
@@ -68,7 +69,18 @@ class CooperTask(Task):
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """Paths locate data on this machine; the scripted policy variant matters only to scripted agents
         (kept: a scripted run with `conflicting` is a different experiment)."""
-        return {k: (None if k in PATH_KEYS else v) for k, v in options.items()}
+        out = {k: (None if k in PATH_KEYS else v) for k, v in options.items()}
+        if isinstance(out.get("resolver_model"), dict):  # the model and its sampling, not how it is reached
+            out["resolver_model"] = {k: out["resolver_model"].get(k) for k in RESOLVER_IDENTITY}
+        return out
+
+    def scoring_model(self, **extra: Any) -> ScoringModel | None:
+        """cooper.resolver=llm: the resolver's model (cooper.resolver_model, else the run's), at temperature 0."""
+        options = options_of({k: v for k, v in extra.items() if k in OPTION_KEYS})
+        if options.resolver != "llm":
+            return None
+        return ScoringModel(actor="resolver", config_key="cooper.resolver_model", settings=options.resolver_model,
+                            temperature=0.0)
 
     def resolve_agents(self, agents: int, **extra: Any) -> int:
         """The number of agents follows from the features and the setting."""
@@ -79,9 +91,6 @@ class CooperTask(Task):
         if agents != options.n_agents():
             raise ValueError(f"agents: cooper.setting={options.setting} with {len(options.features)} feature(s) "
                              f"runs {options.n_agents()} agent(s), not {agents}")
-        if options.resolver == "llm":
-            raise ValueError("cooper.resolver: the LLM merge resolver (appendix C) is not wired into runs yet; "
-                             "use cooper.resolver=none (naive and union merges; the stage reached is recorded)")
         self._data(options)  # a missing dataset, task or feature is one line now
         paths = resolve_paths(options)
         _require_base(str(paths.repos_dir), str(paths.data_dir), self.pool, self.task_id)
@@ -171,17 +180,18 @@ class CooperTask(Task):
     def parse_answer(self, instance: Instance, agent: int, raw: str) -> Any:
         return raw  # the scheduler collects patches; nothing is parsed from text
 
-    def score(self, instance: Instance, answers: list[Any]) -> Score:
+    def score(self, instance: Instance, answers: list[Any], ask: Callable[[str], str] | None = None) -> Score:
         """Merge the agents' patches and run every feature's tests on the result (section 2.2).
         Planning submissions (plans, no patch: the driver scores every phase) are not
-        evaluated: success and correctness stay null for phase 1."""
+        evaluated: success and correctness stay null for phase 1. `ask`: the resolver's
+        model (cooper.resolver=llm; the driver passes it, see `scoring_model`)."""
         from masgrid.envs.tasks.cooper.scoring import score_patches
 
         if not any(isinstance(a, dict) and "patch" in a for a in answers):
             n = instance.n_agents
             return Score(success=None, correct=[None] * n, partial=[None] * n)
 
-        return score_patches(instance, answers, self._data(options_of(_options_from_params(instance.params))))
+        return score_patches(instance, answers, self._data(options_of(_options_from_params(instance.params))), ask)
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         p = instance.params

@@ -75,10 +75,14 @@ def test_naive_and_union_match_git_merge_file_on_random_edits(tmp_path):
 
 
 def test_resolver_sees_each_region_with_context_and_replaces_it():
+    """Two regions with random gaps: each excerpt holds up to CONTEXT_LINES lines either side,
+    never a line of the other region; the lines between them are shared out (the lower region
+    takes half, rounded down, when fewer than 2*CONTEXT_LINES separate them)."""
     rng = random.Random(5)
-    for _ in range(50):
+    c = CONTEXT_LINES
+    for _ in range(200):
         pre = [f"p{i}" for i in range(rng.randint(0, 9))]
-        mid = [f"m{i}" for i in range(rng.randint(0, 9))]
+        mid = [f"m{i}" for i in range(rng.randint(0, 12))]
         post = [f"q{i}" for i in range(rng.randint(0, 9))]
         block = ["<<<<<<< ours", "x = 1", "=======", "x = 2", ">>>>>>> theirs"]
         text = "\n".join(pre + block + mid + block + post) + "\n"
@@ -86,12 +90,16 @@ def test_resolver_sees_each_region_with_context_and_replaces_it():
 
         def resolver(snippet: str) -> str:
             seen.append(snippet)
-            return "RESOLVED\n"
+            return f"RESOLVED{len(seen)}\n"
 
         out = resolve_text(text, resolver)
-        assert "<<<<<<<" not in out and out.count("RESOLVED") <= 2 and len(seen) == 2
-        # bottom region first: its snippet holds up to CONTEXT_LINES lines either side
-        after = (mid + block + post)[len(mid) + len(block):][:CONTEXT_LINES]
-        before = (pre + block + mid)[-CONTEXT_LINES:]
-        assert seen[0] == "\n".join(before + block + after) + "\n"
-
+        lower_takes = c if len(mid) >= 2 * c else len(mid) // 2
+        upper_takes = min(c, len(mid) - lower_takes)
+        lower_before = mid[len(mid) - lower_takes:]
+        upper_after = mid[:upper_takes]
+        assert seen[0] == "\n".join(lower_before + block + post[:c]) + "\n"  # bottom region first
+        assert seen[1] == "\n".join(pre[max(0, len(pre) - c):] + block + upper_after) + "\n"
+        untouched_pre = pre[:max(0, len(pre) - c)]
+        untouched_mid = mid[upper_takes:len(mid) - lower_takes]
+        expect = untouched_pre + ["RESOLVED2"] + untouched_mid + ["RESOLVED1"] + post[c:]
+        assert out == "\n".join(expect) + "\n"
