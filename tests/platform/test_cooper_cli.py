@@ -8,6 +8,8 @@ import pytest
 
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
 from masgrid.platform.cli import main
+from tests.support.chat_server import ChatServer, words
+from tests.support.resolver_server import BROKEN, correct
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,9 @@ def test_eval_with_patch_files(demo, capsys):
     (["--features", "1,x", "--gold"], "--features must be comma-separated integers"),
     (["--features", "1,2", "--patch", "1=/nonexistent.patch", "--gold"], "cannot read patch /nonexistent.patch"),
     (["--features", "1,2", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--features", "1,2", "--gold", "--resolver-model", "m"], "needs both --resolver-model and --resolver-base-url"),
+    (["--features", "1,2", "--gold", "--resolver-model", "m", "--resolver-base-url", "http://127.0.0.1:9/v1",
+      "--resolver-timeout", "0"], "resolver.timeout_s: Input should be greater than 0"),
 ])
 def test_bad_input_is_one_line_with_status_2(demo, capsys, extra, message):
     capsys.readouterr()
@@ -67,3 +72,28 @@ def test_bad_task_and_missing_clone(demo, capsys):
     assert "fetch github:masgrid/textkit" in err and err.count("\n") == 1
     assert main(["cooper", "demo-data", str(demo / "pool")]) == 2  # never overwrites a pool
     assert "already exists" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+def test_eval_with_a_resolver_model(demo, capsys):
+    """Gold pair 1,2 (union breaks feature 1): a correct resolver over HTTP fixes it, one that
+    answers HTTP 500 leaves the llm stage failed with the union result standing."""
+    with ChatServer(correct) as server:
+        capsys.readouterr()
+        assert main(_args(demo, "--features", "1,2", "--gold", "--resolver-model", "merge-resolver",
+                          "--resolver-base-url", server.base_url)) == 0
+        (request,) = server.requests
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["merge_stage"], printed["success"], printed["resolver_outcome"]) == ("llm", True, "resolved")
+    resolver = printed["resolver"]
+    assert request["temperature"] == 0 and request["model"] == "merge-resolver"
+    assert (resolver["resolver_calls"], resolver["resolver_errors"]) == (1, 0)
+    assert resolver["resolver_tokens_in"] == words(request["messages"][0]["content"])
+    assert resolver["calls_made"][0]["ok"] and resolver["temperature"] == 0.0
+
+    with ChatServer(BROKEN["http_500"][0]) as server:
+        assert main(_args(demo, "--features", "1,2", "--gold", "--resolver-model", "m", "--resolver-retries", "0",
+                          "--resolver-base-url", server.base_url)) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["merge_stage"], printed["success"], printed["resolver_outcome"]) == ("union", False, "failed")
+    assert "http_5xx" in printed["resolver_failure"] and printed["resolver"]["resolver_errors"] == 1

@@ -132,8 +132,8 @@ def test_bad_configs_are_one_line(pool, tmp_path: Path) -> None:
         cfg_of(pool, tmp_path, [1, 1])
     with pytest.raises(ConfigError, match="cooper/<pool>/<ID>"):
         RunConfig.from_mapping({"task": "cooper/textkit_task", "protocol": "workspace"})
-    with pytest.raises(ConfigError, match="resolver"):
-        cfg_of(pool, tmp_path, [1, 2], resolver="llm")
+    with pytest.raises(ConfigError, match="cooper.resolver_model: scripted agents have no model"):
+        cfg_of(pool, tmp_path, [1, 2], resolver="llm")  # scripted agents: the resolver needs its own model
     with pytest.raises(ConfigError, match="no clone of masgrid/textkit.*fetch"):
         cfg_of(pool, tmp_path, [1, 2], repos_dir=str(tmp_path / "empty"))
     with pytest.raises(ConfigError, match="no task directory"):
