@@ -164,10 +164,15 @@ def merge_table(runs: pd.DataFrame, features: int | None = 2) -> pd.DataFrame:
             ok = cell["success"].astype(bool)
             pct = [100.0 * float((ok & stage.isin(MERGE_STAGES[: i + 1])).sum()) / n if n else np.nan
                    for i in range(len(MERGE_STAGES))]
-            llm_ran = bool((stage == "llm").any())
+            # a run whose llm stage failed (resolver_outcome failed) keeps its union result: it did reach the resolver
+            outcome = cell["resolver_outcome"] if "resolver_outcome" in cell.columns else pd.Series(dtype=object)
+            llm_failed = int((outcome.astype(str) == "failed").sum())
+            llm_ran = bool((stage == "llm").any()) or llm_failed > 0
             flags = [] if n else [f"no scored {setting} runs"]
             if n and not llm_ran:
                 flags.append("no run reached the LLM resolver: llm% repeats union%")
+            if llm_failed:
+                flags.append(f"{llm_failed} run(s) whose llm stage failed (resolver_failure): counted at their union result")
             unknown = sorted(set(stage) - {*MERGE_STAGES, "failed"})
             if unknown:
                 flags.append(f"unexpected merge_stage {', '.join(unknown)} (not counted as merged)")

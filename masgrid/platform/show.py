@@ -87,7 +87,7 @@ def render_rich(run_id: str, selected: list[Turn], console: Console | None = Non
 
 def show(results_dir: Path, run_id: str, agent: int | None, out: TextIO | None = None) -> None:
     events = load_run_events(results_dir, run_id)
-    agents = sorted(int(a) for a in events["agent"].unique())
+    agents = sorted(int(a) for a in events["agent"].dropna().unique())  # null: a scorer's model (resolver)
     if agent is not None and agent not in agents:
         raise ShowError(f"agent {agent} is not in run {run_id} (agents {agents[0]}..{agents[-1]})")
     selected = [t for t in turns(events) if agent is None or t.agent == agent]

@@ -126,6 +126,20 @@ def test_merge_table_flags_a_missing_resolver():
     assert table["flag"].str.contains("no run reached the LLM resolver").all()
 
 
+def test_merge_table_counts_a_failed_llm_stage_as_reached_and_flags_it():
+    rng = np.random.default_rng(8)
+    runs = random_runs(rng, models=1, tasks=6)
+    runs.loc[runs["merge_stage"] == "llm", "merge_stage"] = "union"
+    runs["resolver_outcome"] = None
+    coop = runs.index[(runs["cooper_setting"] == "coop") & (runs["merge_stage"] == "union")][:1]
+    runs.loc[coop, "resolver_outcome"] = "failed"
+    table = cooper.merge_table(runs).set_index("setting")
+    assert (table["llm%"] == table["union%"]).all()  # a failed stage never counts as passed
+    assert len(coop) == 1  # the random runs hold a coop union run to mark
+    assert bool(table.loc["coop", "llm_ran"]) and "1 run(s) whose llm stage failed" in table.loc["coop", "flag"]
+    assert "no run reached" not in table.loc["coop", "flag"]
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_conflict_rate_with_and_without_communication(seed):
     rng = np.random.default_rng(200 + seed)

@@ -10,6 +10,7 @@ back and checked against what the server sent."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from masgrid.platform.config import _MODEL_IDENTITY, ConfigError, RunConfig
 from masgrid.envs.tasks.cooper.options import RESOLVER_IDENTITY
 from masgrid.platform.launch import run_local
 from masgrid.platform.recorder import partition_dir
+from masgrid.platform.show import show
 from tests.support.chat_server import ChatServer, words
 from tests.support.resolver_server import BROKEN, RESOLVED_SLUGIFY, correct, excerpt
 
@@ -90,6 +92,10 @@ def test_a_correct_resolver_fixes_the_pair_and_its_calls_are_recorded_apart(pool
     assert row["tokens_out"] == sum(e["tokens_out"] for e in agent_calls) == sum(a["tokens_out"] for a in agents)
     assert row["model_calls"] == len(agent_calls) and all(e["actor"] is None for e in agent_calls)
     assert json.loads(row["config_json"])["cooper"]["resolver_model"]["name"] == "merge-resolver"
+    # `masgrid show` lists the agents' conversations; the resolver's event (no agent) does not trip it
+    text = io.StringIO()
+    show(tmp_path, row["run_id"], None, text)
+    assert "agent 1" in text.getvalue() and "Two developers" not in text.getvalue()
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
