@@ -21,7 +21,7 @@ from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import _MODEL_IDENTITY, ConfigError, RunConfig
 from masgrid.envs.tasks.cooper.options import RESOLVER_IDENTITY
-from masgrid.platform.launch import run_local
+from masgrid.platform.launch import run_local, run_one
 from masgrid.platform.recorder import partition_dir
 from masgrid.platform.show import show
 from tests.support.chat_server import ChatServer, words
@@ -49,12 +49,16 @@ def cfg_of(pool, results: Path, resolver_model: dict | None, **cooper: object) -
         "execution": {"executor": "local"}})
 
 
-def run_with(pool, results: Path, script) -> tuple[dict, list[dict], list[dict], list[dict]]:
+def run_with(pool, results: Path, script, executor: str = "local") -> tuple[dict, list[dict], list[dict], list[dict]]:
     """One run against a resolver server: (run row, its events, its agent rows, the requests the server got)."""
     with ChatServer(script, models=("merge-resolver",)) as server:
         cfg = cfg_of(pool, results, {"name": "merge-resolver", "base_url": server.base_url, "max_retries": 1,
                                      "timeout_s": 20})
-        summary = run_local(cfg)
+        if executor == "local":
+            summary = run_local(cfg)
+        else:  # the driver as a Ray actor: the scorer's thread and the resolver's calls inside it
+            cfg = cfg.model_copy(update={"execution": cfg.execution.model_copy(update={"executor": "ray"})})
+            summary = run_one(cfg)
         requests = list(server.requests)
     assert summary.status == "ok", summary.error
 
@@ -96,6 +100,13 @@ def test_a_correct_resolver_fixes_the_pair_and_its_calls_are_recorded_apart(pool
     text = io.StringIO()
     show(tmp_path, row["run_id"], None, text)
     assert "agent 1" in text.getvalue() and "Two developers" not in text.getvalue()
+
+
+def test_the_resolver_runs_inside_a_ray_driver(pool, tmp_path: Path, ray_session) -> None:
+    row, events, _, requests = run_with(pool, tmp_path, correct, executor="ray")
+    assert (row["merge_stage"], row["success"], row["resolver_outcome"], row["resolver_calls"]) == \
+        ("llm", True, "resolved", 1)
+    assert len(requests) == 1 and [e["actor"] for e in events if e["kind"] == "scoring_call"] == ["resolver"]
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
