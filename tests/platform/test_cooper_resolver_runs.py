@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from masgrid.envs.tasks.cooper import resolver
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import _MODEL_IDENTITY, ConfigError, RunConfig
@@ -150,3 +151,12 @@ def test_resolver_identity_is_the_model_not_its_address(pool, tmp_path: Path) ->
     assert cfg_of(pool, tmp_path, {**base, "base_url": "http://127.0.0.1:10/v1", "timeout_s": 5}).run_id == a.run_id
     assert cfg_of(pool, tmp_path, {**base, "name": "other"}).run_id != a.run_id
     assert cfg_of(pool, tmp_path, {**base, "max_tokens": 64}).run_id != a.run_id
+
+
+def test_editing_the_resolver_prompt_changes_only_resolver_runs(pool, tmp_path: Path, monkeypatch) -> None:
+    base = {"name": "m", "base_url": "http://127.0.0.1:9/v1"}
+    with_llm = cfg_of(pool, tmp_path, base).run_id
+    without = cfg_of(pool, tmp_path, None, resolver="none").run_id
+    monkeypatch.setattr("masgrid.envs.tasks.cooper.resolver.PROMPT", resolver.PROMPT + "\nBe brief.")
+    assert cfg_of(pool, tmp_path, base).run_id != with_llm
+    assert cfg_of(pool, tmp_path, None, resolver="none").run_id == without

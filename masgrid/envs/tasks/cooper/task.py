@@ -68,10 +68,17 @@ class CooperTask(Task):
 
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """Paths locate data on this machine; the scripted policy variant matters only to scripted agents
-        (kept: a scripted run with `conflicting` is a different experiment)."""
+        (kept: a scripted run with `conflicting` is a different experiment). With the LLM resolver, its
+        model's identity fields and a hash of its prompt (an edit re-runs those runs only)."""
         out = {k: (None if k in PATH_KEYS else v) for k, v in options.items()}
         if isinstance(out.get("resolver_model"), dict):  # the model and its sampling, not how it is reached
             out["resolver_model"] = {k: out["resolver_model"].get(k) for k in RESOLVER_IDENTITY}
+        if out.get("resolver") == "llm":  # the resolver's prompt is no agent's, so the prompt hash misses it
+            import hashlib
+
+            from masgrid.envs.tasks.cooper.resolver import PROMPT
+
+            out["resolver_prompt"] = hashlib.sha256(PROMPT.encode()).hexdigest()[:16]
         return out
 
     def scoring_model(self, **extra: Any) -> ScoringModel | None:
