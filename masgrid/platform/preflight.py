@@ -5,7 +5,8 @@ minutes later as thousands of failed model calls or a traceback from the recorde
 Each distinct (base_url, served model) of a grid is checked once, over HTTP (aiohttp) with
 a short timeout: the models list must name the served model, and one 1-token chat completion
 (the run's own request body, sampling and extra_body included) must come back well formed.
-`preflight=false` skips the endpoint checks.
+`preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
+`cooper.resolver_model`) is checked the same way, whatever the agents' backend.
 
 backend=serve without a base_url: masgrid deploys the app first (`ensure_served`), then
 checks it the way agents reach it: a vLLM app gets one 1-token call through the
@@ -23,6 +24,7 @@ from typing import Any, Sequence
 
 from masgrid.actors.backends.base import BackendSettings
 from masgrid.platform.config import RunConfig
+from masgrid.platform.scoring_model import scoring_endpoint
 
 #: seconds one preflight request may take (bounded by model.timeout_s)
 PREFLIGHT_TIMEOUT_S = 15.0
@@ -59,6 +61,9 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
     http: dict[tuple[str, str], BackendSettings] = {}
     served: dict[str, RunConfig] = {}
     for cfg in cfgs:
+        own = scoring_endpoint(cfg) if cfg.preflight else None  # e.g. cooper.resolver_model, even for scripted agents
+        if own is not None:
+            http.setdefault((own.base_url or "", own.request_model), own)
         if not cfg.preflight or cfg.backend == "scripted":
             continue
         if cfg.model.base_url:  # backend=openai, or a Serve app someone else runs

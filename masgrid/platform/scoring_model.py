@@ -51,6 +51,16 @@ def scoring_settings(request: ScoringModel, backend: str, model: BackendSettings
     return kind, settings.model_copy(update=update)
 
 
+def scoring_endpoint(cfg: Any) -> BackendSettings | None:
+    """The settings of a run's scoring model when it has its own endpoint (not the run's model)."""
+    from masgrid.envs.tasks import get_task
+
+    request = get_task(cfg.task).scoring_model(**cfg.generation_kwargs())
+    if request is None or request.settings is None:
+        return None
+    return scoring_settings(request, cfg.backend, cfg.model)[1]
+
+
 class BlockingAsk:
     """`ask(prompt) -> reply text` for a scorer running in a worker thread: each call is one
     chat call on `loop`; a failed call (after the client's retries) raises ScoringCallFailed."""

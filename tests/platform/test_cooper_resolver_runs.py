@@ -23,9 +23,10 @@ from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import _MODEL_IDENTITY, ConfigError, RunConfig
 from masgrid.envs.tasks.cooper.options import RESOLVER_IDENTITY
 from masgrid.platform.launch import run_local, run_one
+from masgrid.platform.preflight import PreflightError, preflight
 from masgrid.platform.recorder import partition_dir
 from masgrid.platform.show import show
-from tests.support.chat_server import ChatServer, words
+from tests.support.chat_server import ChatServer, Reply, words
 from tests.support.resolver_server import BROKEN, RESOLVED_SLUGIFY, correct, excerpt
 
 SANDBOX = "bwrap" if sandbox_problem() is None else "none"
@@ -160,3 +161,15 @@ def test_editing_the_resolver_prompt_changes_only_resolver_runs(pool, tmp_path: 
     monkeypatch.setattr("masgrid.envs.tasks.cooper.resolver.PROMPT", resolver.PROMPT + "\nBe brief.")
     assert cfg_of(pool, tmp_path, base).run_id != with_llm
     assert cfg_of(pool, tmp_path, None, resolver="none").run_id == without
+
+
+def test_preflight_checks_the_resolver_endpoint_even_for_scripted_agents(pool, tmp_path: Path) -> None:
+    with ChatServer(lambda request: Reply(text="ok"), models=("merge-resolver",)) as server:
+        preflight([cfg_of(pool, tmp_path, {"name": "merge-resolver", "base_url": server.base_url})])
+        assert server.gets and len(server.requests) == 1  # the models list, one 1-token completion
+        with pytest.raises(PreflightError, match="merge-other"):
+            preflight([cfg_of(pool, tmp_path, {"name": "merge-other", "base_url": server.base_url})])
+    with pytest.raises(PreflightError, match="connection refused"):
+        preflight([cfg_of(pool, tmp_path, {"name": "m", "base_url": "http://127.0.0.1:9/v1"})])
+    preflight([cfg_of(pool, tmp_path, {"name": "m", "base_url": "http://127.0.0.1:9/v1"}).model_copy(
+        update={"preflight": False})])  # preflight=false skips it
