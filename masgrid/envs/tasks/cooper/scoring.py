@@ -63,6 +63,7 @@ def score_patches(instance: Instance, answers: list[Any], data: Any) -> Score:
         "messages_total": sum(int(r.get("messages", 0)) for r in records),
         "patch_lines": sum(patch_lines(x) for x in patches),
         "agents_capped": sum(bool(r.get("capped")) for r in records),
+        "agents_not_done": sum(r.get("finish") in ("partial", "blocked") for r in records),
         "agents_without_patch": sum(not r for r in records),
         "eval_wall_s": result.wall_s,
         "eval_notes": "; ".join(result.notes) or None,
