@@ -49,7 +49,7 @@ class Combined:
     """A file's combined text and what could not be combined."""
 
     text: str
-    overlaps: list[str] = field(default_factory=list)  # "features 1, 2: base lines 4-6"
+    overlaps: list[str] = field(default_factory=list)  # "features 1, 2: base lines 4-6" (1-based)
 
 
 def blocks_of(feature: int, hunks: Iterable[Sequence[str]], old_starts: Iterable[int]) -> list[Block]:
@@ -126,7 +126,8 @@ def combine(base_text: str, blocks: list[Block]) -> tuple[list[tuple[int, int, l
         new = [line for f in features for line in _version(base, lo, hi, [b for b in group if b.feature == f])]
         edits.append((lo, hi, new))
         if len(features) > 1 and not all(b.insertion for b in group):
-            overlaps.append(f"features {', '.join(map(str, features))}: base lines {lo + 1}-{max(hi, lo + 1)}")
+            where = f"base line {hi}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
+            overlaps.append(f"features {', '.join(map(str, features))}: {where}")
     text = list(base)
     for lo, hi, new in reversed(edits):
         text[lo:hi] = new

@@ -131,9 +131,10 @@ def test_same_lines_changed_by_both_is_an_overlap(tmp_path: Path, seed: int) -> 
     base, one, two = text_of(base_lines), text_of(apply(base_lines, a)), text_of(apply(base_lines, b))
     blocks = blocks_from_git(tmp_path, base, one, 1, "a") + blocks_from_git(tmp_path, base, two, 2, "b")
     edits, merged = combine(base, blocks)
-    assert len(merged.overlaps) == 1 and merged.overlaps[0].startswith("features 1, 2: base lines ")
     assert start < b_end and b_start < a_end
     lo, hi = min(start, b_start), max(a_end, b_end)
+    where = f"base line {hi}" if hi == lo + 1 else f"base lines {lo + 1}-{hi}"
+    assert merged.overlaps == [f"features 1, 2: {where}"]
     # the union resolution: feature 1's version of the span, then feature 2's
     union = base_lines[:lo] + apply(base_lines, a)[lo:hi - (a_end - start) + 1] + \
         apply(base_lines, b)[lo:hi - (b_end - b_start) + 1] + base_lines[hi:]
