@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, Callable
 
 from pydantic import BaseModel
@@ -216,6 +217,9 @@ class GoldPatchPolicy(ScriptedPolicy):
         edits, merged = combine(base, blocks)
         self.not_combined += [f"{path}, {o}: the same lines changed differently, both versions kept one after "
                               "the other" for o in merged.overlaps]
+        if not base:  # an empty file has no text to replace: write it whole
+            command = f"printf %s {shlex.quote(merged.text)} > {shlex.quote(path)}"
+            return [{"name": "bash", "arguments": {"command": command}}]
         return [{"name": "str_replace", "arguments": {"path": path, "old_str": old, "new_str": new}}
                 for old, new in replacements(base, edits)]
 

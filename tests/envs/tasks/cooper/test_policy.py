@@ -161,3 +161,13 @@ def test_solo_reports_what_it_could_not_combine() -> None:
     finish = calls[-1][1]
     assert finish["status"] == "partial"
     assert "feature(s) 1 delete m.py" in finish["summary"] and "features 1, 2 each create n.py" in finish["summary"]
+
+
+def test_solo_writes_an_empty_base_file_whole(tmp_path: Path) -> None:
+    one = "diff --git a/e.py b/e.py\n--- a/e.py\n+++ b/e.py\n@@ -0,0 +1 @@\n+x = 'it''s'\n"
+    two = "diff --git a/e.py b/e.py\n--- a/e.py\n+++ b/e.py\n@@ -0,0 +1 @@\n+y = 2\n"
+    calls = script(GoldPatchPolicy(view(2, "solo", 1), "workspace", 0, [one, two], [], read_base=lambda path: ""))
+    assert [name for name, _ in calls] == ["view", "bash", "finish"]
+    (tmp_path / "e.py").write_text("")
+    subprocess.run(["bash", "-c", calls[1][1]["command"]], cwd=tmp_path, check=True)
+    assert (tmp_path / "e.py").read_text() == "x = 'it''s'\ny = 2\n"
