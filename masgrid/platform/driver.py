@@ -25,6 +25,7 @@ from masgrid.actors.backends import Completion
 from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid.envs.protocols.base import STACKED_VERB
 from masgrid.envs.tasks import Instance, Task, get_task
+from masgrid.envs.tokens import get_counter
 from masgrid.platform.config import RunConfig
 from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
@@ -150,7 +151,7 @@ class RunLog:
     def _message(self, **row: Any) -> int:
         """A prompt or observation event; counters are 0 and ok true (so pandas keeps the
         columns int and bool, as before these events existed)."""
-        return self._event(ok=True, tokens_in=0, tokens_out=0, tokens_comm=0, messages_sent=0, **row)
+        return self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0, **row})
 
     def record_prompts(self, phase: int, prompts: dict[int, str]) -> None:
         """A phase starts each agent's history afresh with its system message."""
@@ -234,11 +235,13 @@ class RunLog:
         st = self.stats[agent]
         for row in before:
             st.messages_received += row["kind"] == "delivery"
+            st.tokens_comm += int(row.get("tokens_comm", 0))
             self._message(phase=phase, round=step, agent=agent, **_quoting(row, self.seq))
         if c is not None:
             self._record_call(phase, step, agent, c, f"step {step}", t=started)
         for row in after:
             st.messages_sent += int(row.get("messages_sent", 0))
+            st.tokens_comm += int(row.get("tokens_comm", 0))
             st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
             self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0,
                            "phase": phase, "round": step, "agent": agent, **_quoting(row, self.seq)})
@@ -447,6 +450,8 @@ class RunDriver:
             if step % EVENT_FLUSH_ROUNDS == 0 or log.full:
                 await flush()
 
+        # the asynchronous schedule counts its messages' tokens itself (the others' environment does)
+        comm_counter = get_counter(cfg.token_counting().spec) if task.schedule == "asynchronous" else None
         submissions: list[Any] = [None] * cfg.agents
         for phase in range(1, n_phases + 1):
             setups = {}
@@ -461,7 +466,8 @@ class RunDriver:
                 "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
                                agents=LoggedAgents(pool, log, phase, flush), env=env,
-                               on_round=on_round, task=task, instance=instance, record_step=record_step)
+                               on_round=on_round, task=task, instance=instance, record_step=record_step,
+                               count_tokens=comm_counter)
             result = await scheduler.run_phase(ctx)
             submissions = result.submissions
             phase_subs.append(list(submissions))

@@ -75,7 +75,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "tokens_in": (pa.int64(), "prompt tokens over all model calls"),
     "tokens_out": (pa.int64(), "completion tokens over all model calls"),
     "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
-    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies (appendix C)"),
+    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies (appendix C); CooperBench: "
+                    "send_message calls, their tool results and the delivered teammate messages"),
     "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
     "model_calls": (pa.int64(), "model calls made"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
@@ -145,6 +146,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "messages_total": (pa.int64(), "CooperBench: messages sent in the execution phase by all agents"),
     "patch_lines": (pa.int64(), "CooperBench: changed lines (added + removed) of all agents' patches"),
     "agents_capped": (pa.int64(), "CooperBench: agents stopped by the action cap before calling finish"),
+    "agents_not_done": (pa.int64(), "CooperBench: agents that called finish with status partial or blocked in "
+                        "execution (the scripted solo agent: features it could not combine; its summary names them)"),
     "agents_without_patch": (pa.int64(), "CooperBench: agents that left no execution record (evaluated as an empty patch)"),
     "eval_wall_s": (pa.float64(), "CooperBench: wall time of merge and tests"),
     "conflicts_llm": (pa.int64(), "CooperBench: files still holding conflict markers after the llm stage (0: it "
@@ -215,7 +218,8 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "rounds": (pa.int64(), "rounds (model calls)", "rounds in which this agent was called, all phases (a retry is not a round)"),
     "tokens_in": (pa.int64(), "tokens", "prompt tokens of this agent's model calls, retries included"),
     "tokens_out": (pa.int64(), "tokens", "completion tokens of this agent's model calls, retries included"),
-    "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies"),
+    "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies "
+                    "(CooperBench: its send_message calls and their results, and the teammate messages delivered to it)"),
     "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
     "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
     "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; SILO: a receiver still active at the round boundary)"),
@@ -290,7 +294,9 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
     "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
     "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
-    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); 0 on other events"),
+    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); CooperBench "
+                    "action and tool_result of a send_message, delivery: tokens of the call, its result, the delivered "
+                    "message; 0 on other events"),
     "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
                                            "estimate (counted here: no usage), invalid (counted here: usage was "
                                            "not a count), none (failed call)"),

@@ -37,7 +37,8 @@ UNITS = {
     "cooper_sandbox": "label", "merge_stage": "label", "conflicts_naive": "conflict hunks",
     "conflicts_union": "conflict hunks", "feature_pass_json": "JSON", "features_passed": "features",
     "features_total": "features", "actions_total": "actions", "messages_total": "messages", "patch_lines": "lines",
-    "agents_capped": "agents", "agents_without_patch": "agents", "eval_wall_s": "seconds", "eval_notes": "text",
+    "agents_capped": "agents", "agents_not_done": "agents", "agents_without_patch": "agents", "eval_wall_s": "seconds",
+    "eval_notes": "text",
     "conflicts_llm": "files", "resolver_outcome": "label", "resolver_failure": "text", "resolver_model": "label",
     "resolver_calls": "calls", "resolver_errors": "calls", "resolver_tokens_in": "tokens", "resolver_tokens_out": "tokens",
 }

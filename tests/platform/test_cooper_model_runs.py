@@ -17,9 +17,14 @@ from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_local
 from masgrid.platform.recorder import partition_dir
+from tests.support.bpe import train_bpe
 from tests.support.chat_server import ChatServer, Reply, tool_call
 
 SANDBOX = "bwrap" if sandbox_problem() is None else "none"
+
+
+#: the one message of the coop script, as the server sends its arguments (a JSON string)
+SEND_ARGS = json.dumps({"to": "agent_2", "content": "I own core.py 1-9"})
 
 
 class Script:
@@ -40,7 +45,7 @@ class Script:
         if planning:
             if name == "agent_1":
                 if turn == 0:
-                    return Reply(tool_calls=[tool_call("send_message", {"to": "agent_2", "content": "I own core.py 1-9"})])
+                    return Reply(tool_calls=[tool_call("send_message", SEND_ARGS)])
                 return Reply(tool_calls=[tool_call("finish", {"status": "done", "summary": f"plan of {name}"})])
             heard = any(m["role"] == "user" and m["content"].startswith("[Message from agent_1]") for m in messages)
             if heard or turn >= 10:
@@ -56,12 +61,16 @@ class Script:
 
 
 def test_cooper_run_through_a_chat_server(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
     pool = write_synthetic_pool(tmp_path / "pool")
     script = Script()
+    tokenizer = train_bpe(tmp_path / "tokenizer.json")
     with ChatServer(script) as server:
         cfg = RunConfig.from_mapping({
             "task": f"cooper/{pool.pool}/{pool.task_id}", "protocol": "workspace", "results_dir": str(tmp_path / "r"),
-            "backend": "openai", "model": {"name": "test", "base_url": server.base_url, "max_retries": 0},
+            "backend": "openai", "model": {"name": "test", "base_url": server.base_url, "max_retries": 0,
+                                           "tokenizer": f"hf:{tokenizer}"},
             "preflight": False,
             "cooper": {"features": [1, 3], "data_dir": str(pool.data_dir), "repos_dir": str(pool.repos_dir),
                        "cache_dir": str(tmp_path / "cache"), "sandbox": SANDBOX},
@@ -101,3 +110,66 @@ def test_cooper_run_through_a_chat_server(tmp_path: Path) -> None:
     assert row["actions_total"] == 8 and row["messages_total"] == 0 and row["patch_lines"] == 0
     assert row["success"] is False and row["model_calls"] == len(script.requests)
     assert row["merge_stage"] == "naive" and json.loads(row["feature_pass_json"]) == {"1": False, "3": False}
+    # communication tokens, in the model's tokenizer, counted here from what went over the wire:
+    # the call as the model wrote it, the tool result agent_1 read, the message agent_2 read
+    tok = Tokenizer.from_file(str(tokenizer))
+
+    def count(text: str) -> int:
+        return len(tok.encode(text, add_special_tokens=False).ids)
+
+    after_send = [r for n, p, r in script.requests if n == "agent_1" and p == 1][1]["messages"]
+    (result,) = [m["content"] for m in after_send if m["role"] == "tool"]
+    delivered = "[Message from agent_1] I own core.py 1-9"
+    expected = count("send_message") + count(SEND_ARGS) + count(result) + count(delivered)
+    assert row["token_counter"] == f"hf:{tokenizer}"
+    assert row["tokens_comm"] == row["tokens_comm_phase1"] == expected and row["tokens_comm_phase2"] == 0
+
+
+class Chatty(Script):
+    """Every agent tries to message a teammate first in each phase, then finishes."""
+
+    def __call__(self, request: dict) -> Reply:
+        messages = request["messages"]
+        name = messages[0]["content"].split("you are ")[1].split(",")[0]
+        self.requests.append((name, 1 if "This is the planning phase" in messages[0]["content"] else 2, request))
+        if not any(m["role"] == "assistant" for m in messages):
+            return Reply(tool_calls=[tool_call("send_message", json.dumps({"to": "all", "content": "hello team"}))])
+        return Reply(tool_calls=[tool_call("finish", {"status": "done", "summary": "ok"})])
+
+
+@pytest.mark.parametrize("setting", ["nocomm", "solo"])
+def test_no_messaging_where_the_setting_has_none(tmp_path: Path, setting: str) -> None:
+    """nocomm: planning talks, execution offers no send_message and refuses one; solo: never."""
+    import pandas as pd
+
+    from masgrid.envs.tasks.cooper.prompts import render
+
+    pool = write_synthetic_pool(tmp_path / "pool")
+    script = Chatty()
+    with ChatServer(script) as server:
+        cfg = RunConfig.from_mapping({
+            "task": f"cooper/{pool.pool}/{pool.task_id}", "protocol": "workspace", "results_dir": str(tmp_path / "r"),
+            "backend": "openai", "model": {"name": "test", "base_url": server.base_url, "max_retries": 0},
+            "preflight": False,
+            "cooper": {"features": [1, 3], "setting": setting, "data_dir": str(pool.data_dir),
+                       "repos_dir": str(pool.repos_dir), "cache_dir": str(tmp_path / "cache"), "sandbox": SANDBOX},
+            "execution": {"executor": "local"}})
+        assert run_local(cfg).status == "ok"
+    silent = {2} if setting == "nocomm" else {1, 2}
+    for _, phase, request in script.requests:
+        offered = [t["function"]["name"] for t in request["tools"]]
+        assert ("send_message" in offered) == (phase not in silent)
+    events = pd.read_parquet(partition_dir(tmp_path / "r", "events", cfg.partition))
+    for phase in (1, 2):
+        e = events[events.phase == phase]
+        sent = e[(e.kind == "tool_result") & (e.tool == "send_message")]
+        assert len(sent) == cfg.agents  # every agent tried once
+        if phase in silent:
+            assert not e.kind.isin(["message", "delivery"]).any()
+            # refused, by the client's check against the offered tools (or the scheduler's own note)
+            assert not sent.ok.any()
+            assert all("send_message" in r and ("unknown tool" in r or r == render("no_messaging")) for r in sent.reply)
+        else:
+            assert (e.kind == "message").sum() == cfg.agents
+    row = pq.read_table(partition_dir(tmp_path / "r", "runs", cfg.partition) / f"part-{cfg.run_id}.parquet").to_pylist()[0]
+    assert row["messages_total"] == 0

@@ -14,6 +14,13 @@ Choices where the paper is silent (docs/tasks/cooperbench.md):
   executed" (every call gets its tool result, as the chat format requires);
 - a message to a teammate who has finished the phase is recorded but never read.
 
+Communication tokens (`tokens_comm`, as MAS-Bench appendix C counts tool commands and the
+observations that messaging induces), counted with the run's token counter: every
+`send_message` call the scheduler executed (its name and its arguments as the model wrote
+them, refused calls included, as a refused `send_message` command counts on the other
+substrates) and its tool result, for the sender, on the `action` and `tool_result` events;
+every delivered teammate message as the recipient reads it, on its `delivery` event.
+
 The phase ends when every loop has ended. Planning (phase 1) ends each agent's loop with
 its plan (the summary of `finish`); execution (phase 2) with the agent's patch, taken from
 its worktree. Every model call, action, tool result, message, delivery, plan and finish is
@@ -110,6 +117,12 @@ class _Phase:
         self.tools, self.offered = tools, offered
         self.cap: int = int(limits["actions"])
         self.message_cap: int | None = limits.get("messages")
+        if ctx.count_tokens is None:  # a context built outside the driver: estimate (token_counter=approx)
+            from masgrid.envs.tokens import approx_tokens
+
+            self.count = approx_tokens
+        else:
+            self.count = ctx.count_tokens
 
     def names(self, exclude: int) -> str:
         return ", ".join(self.task.agent_name(j) for j in range(len(self.loops)) if j != exclude) or "none"
@@ -137,7 +150,8 @@ class _Phase:
         for sender, content in loop.inbox:
             text = self.task.harness_text("teammate_message", sender=self.task.agent_name(sender), content=content)
             new.append({"role": "user", "content": text})
-            rows.append(_row("delivery", verb="deliver", role="user", reply=text, peers=[sender]))
+            rows.append(_row("delivery", verb="deliver", role="user", reply=text, peers=[sender],
+                             tokens_comm=self.count(text)))
         loop.inbox = []
         return new, rows
 
@@ -171,12 +185,15 @@ class _Phase:
                 continue
             loop.actions += 1
             args = call.arguments if call.error is None else None
+            talk = call.name == SEND
             rows.append(_row("action", tool=call.name, verb=call.name, ok=call.error is None,
-                             text=json.dumps(args, sort_keys=True) if args is not None else call.raw_arguments))
+                             text=json.dumps(args, sort_keys=True) if args is not None else call.raw_arguments,
+                             tokens_comm=self.count(call.name) + self.count(call.raw_arguments) if talk else 0))
             ok, text, extra = await self._execute(loop, call.name, args, call.error)
             loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})
             rows.extend(extra)  # the message or finish happened before its result was written
-            rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool"))
+            rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool",
+                             tokens_comm=self.count(text) if talk else 0))
         return rows
 
     async def _execute(self, loop: Loop, name: str, args: dict[str, Any] | None,

@@ -52,6 +52,9 @@ class PhaseContext:
     task: Any = None
     instance: Any = None
     record_step: Callable[..., Awaitable[None]] | None = None
+    #: the run's token counter (execution.token_counter, resolved): the asynchronous
+    #: schedule counts its communication tokens with it, as the environment does for commands
+    count_tokens: Callable[[str], int] | None = None
 
 
 @dataclass

@@ -14,15 +14,26 @@ The `conflicting` variant (cooper.policy=conflicting) also edits a partner's lin
 place where the partner's first hunk changes the file, it inserts a comment line of its
 own, so the two branches change the same spot: the naive merge conflicts and the union
 merge keeps both sides.
+
+An agent holding several features (solo) edits a file that more than one of its patches
+touch as their combination (combine.py): every change block of every patch applied where
+they touch different base lines, and where two change the same lines both versions kept
+one after the other. Such an overlap, or a file one feature deletes and another modifies,
+is not a combined implementation: the agent then finishes with status `partial` and its
+summary names the features, file and lines, so the run's row (`agents_not_done`) and its
+`finish` event say so; no feature is dropped silently.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+import shlex
+from typing import Any, Callable
 
 from pydantic import BaseModel
+
+from masgrid.envs.tasks.cooper.combine import blocks_of, combine, replacements
 
 from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.tasks.base import AgentView
@@ -114,15 +125,32 @@ def _intrusion(partner: list[FilePatch], own_paths: set[str]) -> dict[str, Any] 
     return None
 
 
+def _single_calls(f: FilePatch) -> list[dict[str, Any]]:
+    """One patch's change of one file: its hunks as exact replacements, a new file, or `rm`."""
+    if f.status == "added":
+        return [{"name": "create_file", "arguments": {"path": f.path, "content": "".join(h.new_text for h in f.hunks)}}]
+    if f.status == "deleted":
+        return [{"name": "bash", "arguments": {"command": f"rm -- {json.dumps(f.path)}"}}]
+    return [{"name": "str_replace", "arguments": {"path": f.path, "old_str": h.old_text, "new_str": h.new_text}}
+            for h in f.hunks]
+
+
 class GoldPatchPolicy(ScriptedPolicy):
     """Plays one agent of a CooperBench run from its features' gold patches."""
 
     def __init__(self, view: AgentView, protocol: str, seed: int, patches: list[str], partner_patches: list[str],
-                 conflicting: bool = False) -> None:
+                 conflicting: bool = False, features: list[int] | None = None,
+                 read_base: Callable[[str], str] | None = None) -> None:
+        """`features`: the feature id of each patch (for the summary); `read_base`: a file's
+        text at the base commit, needed only when two of the patches touch one file."""
         super().__init__(view, protocol, seed)
-        self.files = [f for p in patches for f in parse_patch(p)]
+        self.features = list(features) if features is not None else list(range(1, len(patches) + 1))
+        self.owned = [(fid, f) for fid, p in zip(self.features, patches) for f in parse_patch(p)]
+        self.files = [f for _, f in self.owned]
         self.partner = [f for p in partner_patches for f in parse_patch(p)]
         self.conflicting = conflicting
+        self.read_base = read_base
+        self.not_combined: list[str] = []  # what the execution script could not combine (solo)
         self.script = self._plan_script() if view.phase == 1 else self._execute_script()
         self.position = 0
 
@@ -141,26 +169,59 @@ class GoldPatchPolicy(ScriptedPolicy):
 
     def _execute_script(self) -> list[dict[str, Any]]:
         calls: list[dict[str, Any]] = []
-        for f in self.files:
-            if f.status == "modified":
-                calls.append({"name": "view", "arguments": {"path": f.path}})
-        for f in self.files:
-            if f.status == "added":
-                calls.append({"name": "create_file", "arguments": {"path": f.path, "content": "".join(
-                    h.new_text for h in f.hunks)}})
-            elif f.status == "deleted":
-                calls.append({"name": "bash", "arguments": {"command": f"rm -- {json.dumps(f.path)}"}})
-            else:
-                calls += [{"name": "str_replace", "arguments": {"path": f.path, "old_str": h.old_text,
-                                                                 "new_str": h.new_text}} for h in f.hunks]
+        by_path: dict[str, list[tuple[int, FilePatch]]] = {}
+        for fid, f in self.owned:
+            by_path.setdefault(f.path, []).append((fid, f))
+        for path, group in by_path.items():
+            if any(f.status == "modified" for _, f in group):
+                calls.append({"name": "view", "arguments": {"path": path}})
+        for path, group in by_path.items():
+            calls += self._file_calls(path, group) if len(group) > 1 else _single_calls(group[0][1])
         if self.conflicting:
             edit = _intrusion(self.partner, {f.path for f in self.files})
             if edit is not None:
                 calls.append({"name": "str_replace", "arguments": edit})
         done = f"I changed {line_ranges(self.files)}."
+        if self.not_combined:
+            done += " Not combined: " + "; ".join(self.not_combined) + "."
         if self.talks:
             calls.append({"name": "send_message", "arguments": {"to": "all", "content": done}})
-        return calls + [{"name": "finish", "arguments": {"status": "done", "summary": done}}]
+        status = "partial" if self.not_combined else "done"
+        return calls + [{"name": "finish", "arguments": {"status": status, "summary": done}}]
+
+    def _file_calls(self, path: str, group: list[tuple[int, FilePatch]]) -> list[dict[str, Any]]:
+        """One file that several of the agent's patches touch, as their combination."""
+        kinds = {f.status for _, f in group}
+        ids = ", ".join(str(fid) for fid, _ in group)
+        if kinds == {"deleted"}:
+            return _single_calls(group[0][1])
+        if "deleted" in kinds:
+            gone = ", ".join(str(fid) for fid, f in group if f.status == "deleted")
+            self.not_combined.append(f"feature(s) {gone} delete {path}, which feature(s) "
+                                     f"{', '.join(str(fid) for fid, f in group if f.status != 'deleted')} "
+                                     "modify: the file was kept and modified")
+            group = [(fid, f) for fid, f in group if f.status != "deleted"]
+            if len(group) == 1:
+                return _single_calls(group[0][1])
+        blocks = [b for fid, f in group for b in blocks_of(fid, [h.lines for h in f.hunks],
+                                                            [h.old_start for h in f.hunks])]
+        if "added" in kinds:  # every one of them creates the file
+            _, merged = combine("", blocks)
+            self.not_combined.append(f"features {ids} each create {path}: their contents were joined one after "
+                                     "the other")
+            return [{"name": "create_file", "arguments": {"path": path, "content": merged.text}}]
+        if self.read_base is None:
+            raise ValueError(f"scripted agent: {path} is changed by features {ids}; combining them needs the "
+                             "file's base text (read_base)")
+        base = self.read_base(path)
+        edits, merged = combine(base, blocks)
+        self.not_combined += [f"{path}, {o}: the same lines changed differently, both versions kept one after "
+                              "the other" for o in merged.overlaps]
+        if not base:  # an empty file has no text to replace: write it whole
+            command = f"printf %s {shlex.quote(merged.text)} > {shlex.quote(path)}"
+            return [{"name": "bash", "arguments": {"command": command}}]
+        return [{"name": "str_replace", "arguments": {"path": path, "old_str": old, "new_str": new}}
+                for old, new in replacements(base, edits)]
 
     def next_call(self, observations: list[str]) -> dict[str, Any] | None:
         """The next tool call of the script (None once it has finished)."""

@@ -215,7 +215,8 @@ class CooperTask(Task):
         partners = [f for f in p["features"] if f not in own]
         return GoldPatchPolicy(view, protocol, seed, patches=[data.features[f].patch for f in own],
                                partner_patches=[data.features[f].patch for f in partners],
-                               conflicting=p["policy"] == "conflicting" and view.phase == prompts.EXECUTE_PHASE)
+                               conflicting=p["policy"] == "conflicting" and view.phase == prompts.EXECUTE_PHASE,
+                               features=own, read_base=lambda path: _base_text(p, data, path))
 
 
 def plan_text(previous: Any) -> str | None:
@@ -247,6 +248,23 @@ def _require_base(repos_dir: str, data_dir: str, pool: str, task_id: int) -> Non
     from masgrid.envs.tasks.cooper.repos import require_base
 
     require_base(Path(repos_dir), _load(data_dir, pool, task_id))
+
+
+def _base_text(params: dict[str, Any], data: Any, path: str) -> str:
+    """A file's text at the task's base commit, from the local clone (the scripted solo
+    agent combines two patches of one file on it)."""
+    import subprocess
+    from pathlib import Path
+
+    from masgrid.envs.tasks.cooper.repos import clone_path
+
+    clone = clone_path(Path(params["repos_dir"]), data)
+    # bytes, decoded here: text mode would turn CRLF into LF, and the edits would not match the file
+    done = subprocess.run(["git", "-C", str(clone), "show", f"{params['base_commit']}:{path}"], capture_output=True)
+    if done.returncode != 0:
+        raise ValueError(f"scripted agent: {path} is not in {clone} at {params['base_commit']}: "
+                         f"{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode("utf-8")
 
 
 @lru_cache(maxsize=256)

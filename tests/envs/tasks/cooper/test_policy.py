@@ -121,3 +121,53 @@ def test_conflicting_variant_edits_the_partners_spot() -> None:
     assert intrusion[0] == "str_replace"
     assert intrusion[1]["old_str"] == "e = 5\nf = 6\ng = 7\n"
     assert intrusion[1]["new_str"].startswith("e = 5\nf = 6\ng = 7\n# scripted agent")
+
+
+BASE_M = "a = 1\nb = 2\nd = 4\nx = 0\ne = 5\nf = 6\ng = 7\nh = 8\n"  # the base PATCH and PARTNER fit
+
+
+def test_solo_combines_two_patches_of_one_file() -> None:
+    calls = script(GoldPatchPolicy(view(2, "solo", 1), "workspace", 0, [PATCH, PARTNER], [], features=[4, 7],
+                                   read_base=lambda path: BASE_M))
+    assert [name for name, _ in calls] == ["view", "str_replace", "str_replace", "finish"]
+    text = BASE_M
+    for _, args in calls[1:3]:
+        assert text.count(args["old_str"]) == 1
+        text = text.replace(args["old_str"], args["new_str"])
+    assert text == "a = 1\nb = 2\nc = 3\nd = 4\nx = 0\ne = 5\nf = 6\ng = 7\nh = 80\n"
+    assert calls[-1][1]["status"] == "done" and "Not combined" not in calls[-1][1]["summary"]
+
+
+def test_solo_reports_what_it_could_not_combine() -> None:
+    clash = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -7,2 +7,2 @@\n g = 7\n-h = 8\n+h = 88\n"
+    calls = script(GoldPatchPolicy(view(2, "solo", 1), "workspace", 0, [PARTNER, clash], [], features=[2, 5],
+                                   read_base=lambda path: BASE_M))
+    text = BASE_M
+    for name, args in calls:
+        if name == "str_replace":
+            text = text.replace(args["old_str"], args["new_str"])
+    # both versions of the overlapping line 8, feature 2's first
+    assert text == "a = 1\nb = 2\nd = 4\nx = 0\ne = 5\nf = 6\ng = 7\nh = 80\nh = 88\n"
+    finish = calls[-1][1]
+    assert finish["status"] == "partial" and "m.py, features 2, 5: base line 8" in finish["summary"]
+    added = ("diff --git a/n.py b/n.py\nnew file mode 100644\n--- /dev/null\n+++ b/n.py\n@@ -0,0 +1 @@\n+x = {}\n")
+    deleted = "diff --git a/m.py b/m.py\ndeleted file mode 100644\n--- a/m.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a = 1\n"
+    calls = script(GoldPatchPolicy(view(2, "solo", 1), "workspace", 0,
+                                   [added.format(1) + deleted, added.format(2) + PATCH], [], features=[1, 2],
+                                   read_base=lambda path: BASE_M))
+    names = [name for name, _ in calls]
+    assert names == ["view", "create_file", "str_replace", "finish"]  # m.py kept and modified, never removed
+    assert calls[1][1] == {"path": "n.py", "content": "x = 1\nx = 2\n"}
+    finish = calls[-1][1]
+    assert finish["status"] == "partial"
+    assert "feature(s) 1 delete m.py" in finish["summary"] and "features 1, 2 each create n.py" in finish["summary"]
+
+
+def test_solo_writes_an_empty_base_file_whole(tmp_path: Path) -> None:
+    one = "diff --git a/e.py b/e.py\n--- a/e.py\n+++ b/e.py\n@@ -0,0 +1 @@\n+x = 'it''s'\n"
+    two = "diff --git a/e.py b/e.py\n--- a/e.py\n+++ b/e.py\n@@ -0,0 +1 @@\n+y = 2\n"
+    calls = script(GoldPatchPolicy(view(2, "solo", 1), "workspace", 0, [one, two], [], read_base=lambda path: ""))
+    assert [name for name, _ in calls] == ["view", "bash", "finish"]
+    (tmp_path / "e.py").write_text("")
+    subprocess.run(["bash", "-c", calls[1][1]["command"]], cwd=tmp_path, check=True)
+    assert (tmp_path / "e.py").read_text() == "x = 'it''s'\ny = 2\n"
