@@ -43,8 +43,10 @@ def _copy_assets(out: Path) -> None:
         (out / "assets" / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any] | None:
-    """The family's own panel data, None when the family has none."""
+def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame,
+                scoring: pd.DataFrame | None = None) -> dict[str, Any] | None:
+    """The family's own panel data, None when the family has none. `scoring`: the run's
+    events that belong to no agent (the CooperBench merge resolver's calls)."""
     family = family_of(str(run["task"]))
     if family == "agentsnet":
         try:
@@ -54,7 +56,7 @@ def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame) -> dict[st
     if family == "simas":
         return {"kind": "simas", "chat": group_chat(events)}
     if family == "cooper":
-        return {"kind": "cooperbench", "view": cooperbench_view(run, agents)}
+        return {"kind": "cooperbench", "view": cooperbench_view(run, agents, scoring)}
     return None
 
 
@@ -63,7 +65,11 @@ def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -
     folder = out / "data" / "runs" / str(run["run_id"])
     run_id = str(run["run_id"])
     header = run_header(run, agents)
-    view = family_view(run, agents, events)
+    # events without an agent (a scoring model's calls) have no transcript or flow of their
+    # own; the family panel shows them
+    own = events["agent"].isna() if "agent" in events.columns else pd.Series(False, index=events.index)
+    scoring, events = events[own], events[~own]
+    view = family_view(run, agents, events, scoring)
     names = None
     if view and view.get("kind") == "agentsnet" and "graph" in view:
         names = [node["name"] for node in view["graph"]["nodes"]]

@@ -2,7 +2,8 @@
 
 Everything comes from the run's own rows: an agent's submission (its patch against the base
 commit, test files excluded, and its action counts), the runs row's merge stage and conflict
-counts per stage, and each feature's pass/fail from the evaluation. Nothing is re-run.
+counts per stage, each feature's pass/fail from the evaluation, and the merge resolver's model
+calls (`scoring_call` events, which belong to no agent). Nothing is re-run.
 """
 
 from __future__ import annotations
@@ -31,8 +32,30 @@ def _number(value: Any) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
-def cooperbench_view(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
-    """Diffs per agent, the merge stage and conflicts, per-feature test outcomes."""
+def _text(value: Any) -> str | None:
+    return None if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def resolver_view(run: Run, scoring: pd.DataFrame | None) -> dict[str, Any] | None:
+    """The llm merge stage: its model, outcome, and every call as sent and answered; None when
+    the run did not configure the resolver."""
+    model = _text(run.get("resolver_model"))
+    if model is None:
+        return None
+    calls = []
+    if scoring is not None and not scoring.empty:
+        for _, e in scoring[scoring["kind"] == "scoring_call"].sort_values("seq").iterrows():
+            calls.append({"prompt": _text(e.get("text")), "reply": _text(e.get("reply")),
+                          "ok": bool(e.get("ok")), "error": _text(e.get("error")),
+                          "tokens_in": _number(e.get("tokens_in")), "tokens_out": _number(e.get("tokens_out")),
+                          "latency_s": None if pd.isna(e.get("latency_s")) else round(float(e.get("latency_s")), 3)})
+    return {"model": model, "outcome": _text(run.get("resolver_outcome")),
+            "failure": _text(run.get("resolver_failure")), "calls": calls}
+
+
+def cooperbench_view(run: Run, agents: pd.DataFrame, scoring: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Diffs per agent, the merge stage and conflicts, per-feature test outcomes, the resolver's
+    calls (`scoring`: the run's events that belong to no agent)."""
     diffs = []
     for _, row in agents.sort_values("agent").iterrows():
         sub = _json(row.get("submission")) or {}
@@ -55,7 +78,8 @@ def cooperbench_view(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
         "sandbox": run.get("cooper_sandbox"),
         "merge": {"stage": run.get("merge_stage"), "conflicts_naive": _number(run.get("conflicts_naive")),
                   "conflicts_union": _number(run.get("conflicts_union")),
+                  "conflicts_llm": _number(run.get("conflicts_llm")),
                   "notes": None if notes is None or (isinstance(notes, float) and pd.isna(notes)) else str(notes)},
         "tests": tests, "success": None if pd.isna(run.get("success")) else bool(run.get("success")),
-        "diffs": diffs,
+        "diffs": diffs, "resolver": resolver_view(run, scoring),
     }

@@ -208,9 +208,10 @@ def test_the_simas_page_shows_the_group_chat(recorded, server, ui_results):
     assert page.locator("#group-chat pre").all_text_contents() == list(said["text"])
 
 
-def test_the_cooperbench_page_shows_the_diffs_merge_and_tests(recorded, server, ui_results):
+@pytest.mark.parametrize("features", ["4,5", "1,2"])  # merged by union; fixed by the LLM resolver
+def test_the_cooperbench_page_shows_the_diffs_merge_and_tests(recorded, server, ui_results, features):
     """The CooperBench panel against the runs and agents tables read here with pandas."""
-    run_id = _run_id(ui_results, task="cooper/textkit_task/1")
+    run_id = _run_id(ui_results, task="cooper/textkit_task/1", cooper_features=features)
     run = _runs(ui_results).set_index("run_id").loc[run_id]
     agents = pd.read_parquet(ui_results / "agents", filters=[("run_id", "==", run_id)]).sort_values("agent")
     page = recorded.page
@@ -228,6 +229,20 @@ def test_the_cooperbench_page_shows_the_diffs_merge_and_tests(recorded, server, 
     assert [text.rstrip("\n") for text in shown] == [patch.rstrip("\n") for patch in patches]
     assert page.locator(".cooper-diff .diff-add").count() == sum(
         line.startswith("+") and not line.startswith("+++") for patch in patches for line in patch.splitlines())
+    # the resolver's calls belong to no agent: no transcript of their own, shown in the panel
+    events = _events(ui_results, run_id)
+    calls = events[events["kind"] == "scoring_call"]
+    assert page.locator("#agent-select option").all_inner_texts() == [f"agent {a}" for a in agents["agent"]]
+    if pd.isna(run["resolver_model"]):
+        assert len(calls) == 0 and page.locator("#cooper-resolver").count() == 0
+    else:
+        assert run["merge_stage"] == "llm" and len(calls) == int(run["resolver_calls"]) >= 1
+        resolver = page.locator("#cooper-resolver").inner_text()
+        assert f"LLM resolver {run['resolver_model']}: {run['resolver_outcome']}" in resolver
+        assert f"{len(calls)} call(s), conflict hunks left {int(run['conflicts_llm'])}" in resolver
+        page.locator(".cooper-resolver-call summary").first.click()
+        sent = page.locator(".cooper-resolver-call pre").all_text_contents()
+        assert sent == [text for _, c in calls.iterrows() for text in (c["text"], c["reply"])]
     _only_loopback(recorded.requests, server)
 
 

@@ -1,7 +1,8 @@
 """A small results directory holding every family the report site shows, plus a degraded
 run: MAS-Bench sorting (2 protocols), SILO, AgentsNet (coloring, matching, and a vertex-cover
 run whose seventh model call fails with HTTP 500 against a loopback chat server), SIMAS,
-CooperBench (a pair of the synthetic pool that conflicts and is merged by the union stage).
+CooperBench (a pair of the synthetic pool that conflicts and is merged by the union stage, and
+the pair union breaks, fixed by an LLM resolver answering from a loopback chat server).
 All runs execute in-process (executor local, no Ray) with scripted agents."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_local
 from tests.support.chat_server import ChatServer, Reply
+from tests.support.resolver_server import correct
 
 
 def _config(root: Path, **fields: object) -> RunConfig:
@@ -59,4 +61,9 @@ def build_results(root: Path) -> Path:
                                     seed=1, backend="openai", preflight=False,
                                     model={"name": "h", "base_url": server.base_url, "max_retries": 0}))
     assert summary.status == "degraded", summary.error
+    with ChatServer(correct, models=("merge-resolver",)) as server:
+        summary = run_local(_config(root, task="cooper/textkit_task/1", protocol="workspace", seed=0, cooper={
+            "features": [1, 2], "resolver": "llm",
+            "resolver_model": {"name": "merge-resolver", "base_url": server.base_url, "max_retries": 0}}))
+    assert summary.status == "ok", summary.error
     return root

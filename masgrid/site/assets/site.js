@@ -362,6 +362,24 @@ function renderChat(box, chat) {
   box.appendChild(list);
 }
 
+function renderResolver(box, r, left) {
+  /* The llm merge stage (appendix C): the resolver model, its outcome, each call as sent. */
+  const failed = r.outcome !== "resolved" && r.outcome !== null;
+  box.appendChild(el("p", {id: "cooper-resolver"}, `LLM resolver ${r.model}: `,
+    el("b", {class: failed ? "flag" : null}, String(r.outcome)),
+    r.failure ? ` (${r.failure})` : "", `, ${r.calls.length} call(s), conflict hunks left ${left}.`));
+  r.calls.forEach((c, i) => {
+    const head = `resolver call ${i + 1}: ${c.ok ? "answered" : "failed"}` +
+      (c.error ? ` (${c.error})` : "") + `, tokens ${c.tokens_in} in / ${c.tokens_out} out, ${c.latency_s} s`;
+    const details = el("details", {class: "cooper-resolver-call"}, el("summary", {class: c.ok ? null : "flag"}, head));
+    details.appendChild(el("p", {}, "sent:"));
+    details.appendChild(el("pre", {}, c.prompt || ""));
+    details.appendChild(el("p", {}, "answered:"));
+    details.appendChild(el("pre", {}, c.reply || "(nothing)"));
+    box.appendChild(details);
+  });
+}
+
 function renderCooperBench(box, view) {
   /* Each agent's diff against the base commit, the merge stage reached with its conflict
      counts, and every feature's test outcome (masgrid/site/cooper_view.py). */
@@ -374,6 +392,7 @@ function renderCooperBench(box, view) {
     el("b", {}, String(m.stage)), ` (conflict hunks: naive ${conflicts(m.conflicts_naive)}, union ${conflicts(m.conflicts_union)}). `,
     "Task success: ", el("b", {class: view.success ? null : "flag"}, String(view.success))));
   if (m.notes) box.appendChild(el("p", {class: "note"}, m.notes));
+  if (view.resolver) renderResolver(box, view.resolver, conflicts(m.conflicts_llm));
   const tests = el("table", {id: "cooper-tests"}, el("tr", {}, el("th", {}, "feature"), el("th", {}, "tests")));
   for (const t of view.tests || []) {
     tests.appendChild(el("tr", {class: t.passed ? null : "flagged"}, el("td", {}, String(t.feature)),
