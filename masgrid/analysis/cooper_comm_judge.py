@@ -23,6 +23,7 @@ import json
 import re
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -94,7 +95,8 @@ def conversation(events: pd.DataFrame) -> tuple[list[Message], bool]:
     out = []
     for row in msgs.itertuples(index=False):
         peers = getattr(row, "peers", None)
-        to = ", ".join(f"agent {int(p)}" for p in peers) if peers is not None and len(peers) else "team"
+        known = isinstance(peers, (list, tuple, np.ndarray)) and len(peers) > 0
+        to = ", ".join(f"agent {int(p)}" for p in peers) if known else "team"
         out.append(Message(sender=int(row.agent), to=to, text="" if pd.isna(row.text) else str(row.text)))
     return out, capped
 

@@ -20,7 +20,8 @@ from masgrid.analysis.markdown import write_table
 from masgrid.analysis.validity import exclusion_note
 
 LABEL_NOTE = ("Message types are our rule-based labels (docs/tasks/cooperbench-analysis.md), not the paper's; "
-              "repetition and unanswered-question counts are textual proxies, not its LLM judge.")
+              "repetition and unanswered-question counts are textual proxies, not its LLM judge (the judged rates, "
+              "when `masgrid cooper judge` was run, are in communication_errors_judged).")
 
 
 def _notes(runs: pd.DataFrame) -> str:

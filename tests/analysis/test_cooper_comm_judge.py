@@ -83,3 +83,23 @@ def test_the_prompt_names_every_category_and_the_conversation() -> None:
     for cid in CATEGORIES:
         assert f"- {cid} (" in system["content"]
     assert "[1] agent 0 -> agent 1:\nI edit lines 3-9" in user["content"] and "run-1" in user["content"]
+
+
+def test_conversation_orders_by_time_and_copes_with_missing_recipients() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from masgrid.analysis.cooper_comm_judge import conversation
+
+    events = pd.DataFrame([
+        {"run_id": "r", "seq": 5, "t": 2.0, "agent": 1, "kind": "message", "text": "second", "peers": np.array([0]),
+         "text_chars": None},
+        {"run_id": "r", "seq": 9, "t": 1.0, "agent": 0, "kind": "message", "text": "first", "peers": None,
+         "text_chars": 9000},
+        {"run_id": "r", "seq": 1, "t": 0.5, "agent": 0, "kind": "action", "text": "{}", "peers": None,
+         "text_chars": None},
+    ])
+    msgs, capped = conversation(events)
+    assert [(m.sender, m.to, m.text) for m in msgs] == [(0, "team", "first"), (1, "agent 0", "second")]
+    assert capped
+    assert conversation(events[events["kind"] == "action"]) == ([], False)
