@@ -103,7 +103,8 @@ async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: i
             "conversation_sha256": hashlib.sha256(cj.render(messages).encode()).hexdigest()}
         if not messages:
             summary.skipped += 1
-            _write(out_dir, {**row, "status": "skipped", "error": "no messages in this run", "judged_at": time.time()})
+            why = "no messages in this run" if run["run_id"] in by_run else "no events recorded for this run"
+            _write(out_dir, {**row, "status": "skipped", "error": why, "judged_at": time.time()})
             return
         async with gate:
             done = await backend.complete(cj.judge_messages(run["run_id"], messages))

@@ -181,3 +181,16 @@ def test_cli_errors_are_one_line(results: Path, tmp_path: Path, capsys: pytest.C
 def test_judgments_frame_is_empty_without_a_judge(results: Path) -> None:
     assert load_judgments(results).empty
     assert judged_rates(load_results(results).runs, pd.DataFrame()).empty
+
+
+def test_runs_without_events_are_skipped_not_judged(results: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    shutil.copytree(results, out)
+    shutil.rmtree(out / "events")
+    with ChatServer(repetition) as server:
+        assert judge(results, server, out) == 0
+        assert server.requests == []
+    j = load_judgments(out)
+    assert set(j["status"]) == {"skipped"} and set(j["error"]) == {"no events recorded for this run"}
+    rates = judged_rates(load_results(out).runs, j)
+    assert (rates["n"] == 0).all() and (rates["no_messages"] == 2).all()
