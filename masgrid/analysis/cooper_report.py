@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis import cooper, cooper_difficulty, cooper_figures, cooper_messages, cooper_timeline
+from masgrid.analysis import cooper, cooper_comm_rates, cooper_difficulty, cooper_figures, cooper_messages, cooper_timeline
 from masgrid.analysis.family_cli import report_main
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
 from masgrid.analysis.validity import exclusion_note
 
 LABEL_NOTE = ("Message types are our rule-based labels (docs/tasks/cooperbench-analysis.md), not the paper's; "
-              "repetition and unanswered-question counts are textual proxies, not its LLM judge.")
+              "repetition and unanswered-question counts are textual proxies, not its LLM judge (the judged rates, "
+              "when `masgrid cooper judge` was run, are in communication_errors_judged).")
 
 
 def _notes(runs: pd.DataFrame) -> str:
@@ -41,9 +42,11 @@ def _notes(runs: pd.DataFrame) -> str:
     return note
 
 
-def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, source: str = "") -> list[Path]:
+def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, source: str = "",
+                  judgments: pd.DataFrame | None = None) -> list[Path]:
     """Tables, figures and README.md of the CooperBench runs in `runs` under `out`; ValueError
-    when there are none."""
+    when there are none. `judgments`: the appendix J judge's rows (`masgrid cooper judge`);
+    without any the README says the judge was not run instead of showing rates."""
     if not cooper.is_cooper(runs):
         raise ValueError(f"no CooperBench runs{' under ' + source if source else ''}")
     out = Path(out)
@@ -79,11 +82,19 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
          f"{note} {LABEL_NOTE}"),
         ("scaling", scaling, "Coop success by number of agents (appendix F; 95% Wilson)", note),
     )
+    judgments = pd.DataFrame() if judgments is None else judgments
+    judged = cooper_comm_rates.judged_rates(runs, judgments)
+    judge_note = cooper_comm_rates.judge_note(judgments if not judged.empty else pd.DataFrame())
+    if not judged.empty:
+        tables += (("communication_errors_judged", judged, "Communication errors by LLM judge (appendix J, Figure 5): "
+                    f"{', '.join(judged['judge_model'].astype(str).unique())}", f"{note} {judge_note}"),)
     written: list[Path] = []
     index = ["# CooperBench report", "", f"Results: `{source}`." if source else "", "", note, ""]
     for name, frame, title, table_note in tables:
         written += write_table(frame, out, name, title, table_note)
         index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
+    if judged.empty:
+        index.append(f"- {judge_note}")
     for name, build, data, fig_note in (
             ("fig_success", cooper_figures.success_figure, success, note),
             ("fig_difficulty", cooper_figures.difficulty_figure, curves, d_note),
@@ -107,7 +118,8 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
 def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Load a results directory and write its CooperBench section to `out_dir`."""
     loaded = load_results(results_dir)
-    return write_section(loaded.runs, loaded.events, out_dir, str(results_dir))
+    return write_section(loaded.runs, loaded.events, out_dir, str(results_dir),
+                         cooper_comm_rates.load_judgments(results_dir))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,7 +69,7 @@ USAGE = """usage:
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
-  masgrid cooper eval|demo-data ...       CooperBench: merge and test patches (e.g. --gold); the synthetic pool
+  masgrid cooper eval|demo-data|judge ... CooperBench: merge and test patches (e.g. --gold); the synthetic pool; the appendix J judge
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
 

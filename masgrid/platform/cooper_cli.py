@@ -30,7 +30,9 @@ USAGE = """usage:
                       [--solo FILE] [--sandbox bwrap|none] [--cache-dir C] [--timeout S] [--out FILE]
                       [--resolver-model NAME --resolver-base-url URL [--resolver-api-key-env ENV]
                        [--resolver-timeout S] [--resolver-retries N] [--resolver-max-tokens N]]
-  masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)"""
+  masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)
+  masgrid cooper judge RESULTS_DIR [--model PRESET] [--base-url URL] [--served-name NAME] [--set key=value]
+                      LLM judge of coop conversations for communication errors (appendix J)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,11 +173,17 @@ def _demo(argv: list[str]) -> int:
     return 0
 
 
+def _judge(argv: list[str]) -> int:
+    from masgrid.platform.cooper_judge import judge_command
+
+    return judge_command(argv)
+
+
 def cooper_command(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
-    commands = {"eval": _eval, "demo-data": _demo}
+    commands = {"eval": _eval, "demo-data": _demo, "judge": _judge}
     if argv[0] not in commands:
         print(f"masgrid cooper: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
         return 2

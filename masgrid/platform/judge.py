@@ -130,13 +130,19 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
     return summary
 
 
-def judge_command(args: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="masgrid judge", description="judge SIMAS against CoT answers on the "
-                                     "open-ended and coding questions (appendix C.2)")
+def judge_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """RESULTS_DIR and the judge model's options (`judge_settings`), shared by every judge command."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("--model", default=None, help="judge model preset under conf/model (may differ from the agents')")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="judge model setting, e.g. base_url=http://127.0.0.1:8000/v1 served_name=... temperature=0")
+    return parser
+
+
+def judge_command(args: list[str]) -> int:
+    parser = judge_parser("masgrid judge", "judge SIMAS against CoT answers on the open-ended and coding questions "
+                          "(appendix C.2)")
     parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                         help="only SIMAS runs whose runs column equals VALUE (their CoT partners follow), "
                         "e.g. model=qwen task=simas/coding agents=4")

@@ -75,6 +75,31 @@ def test_masgrid_report_writes_the_cooper_section(results, tmp_path):
     assert (section / "table4.md").read_text().startswith("# Table 4")
     scaling = pd.read_csv(section / "scaling.csv")
     assert sorted(scaling["agents"].unique()) == [2, 3]
+    # the appendix J judge was not run: the README says so and no judged table (no zeros) is written
+    assert "LLM-judged communication errors (appendix J): not run" in readme
+    assert not (section / "communication_errors_judged.csv").exists()
+
+
+def test_judged_communication_errors_appear_labelled(results, tmp_path):
+    """With `masgrid cooper judge` rows beside the results, the section shows their rates
+    with the judge model in the title, next to the rule-based communication table."""
+    root, runs = results
+    import shutil
+
+    shutil.copytree(root, tmp_path / "r")
+    coop = runs[(runs["cooper_setting"] == "coop") & (runs["status"] == "ok")]
+    rows = [{"run_id": r, "model": m, "judge_model": "judge-z", "prompt_version": "abc", "status": "ok",
+             "category": "C4b" if i % 2 else None, "group": "repetition" if i % 2 else None}
+            for i, (r, m) in enumerate(zip(coop["run_id"], coop["model"]))]
+    (tmp_path / "r" / "cooper_judgments").mkdir()
+    pd.DataFrame(rows).to_parquet(tmp_path / "r" / "cooper_judgments" / "part-x.parquet", index=False)
+    assert main([str(tmp_path / "r"), str(tmp_path / "out")]) == 0
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "Communication errors by LLM judge (appendix J, Figure 5): judge-z" in readme and "not run" not in readme
+    judged = pd.read_csv(tmp_path / "out" / "communication_errors_judged.csv")
+    rep = judged[judged["group"] == "repetition"]
+    assert rep["n"].sum() == len(rows) and rep["detected"].sum() == len(rows) // 2
+    assert "judge-z (prompt abc)" in (tmp_path / "out" / "communication_errors_judged.md").read_text()
 
 
 def test_the_cooper_report_cli_on_a_directory_without_cooper_runs(tmp_path, capsys):
