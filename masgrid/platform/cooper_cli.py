@@ -32,7 +32,9 @@ USAGE = """usage:
                        [--resolver-timeout S] [--resolver-retries N] [--resolver-max-tokens N]]
   masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)
   masgrid cooper judge RESULTS_DIR [--model PRESET] [--base-url URL] [--served-name NAME] [--set key=value]
-                      LLM judge of coop conversations for communication errors (appendix J)"""
+                      LLM judge of coop conversations for communication errors (appendix J)
+  masgrid cooper sweep SUBSET [--settings coop,solo,nocomm] [--dry-run] cooper.data_dir=D [key=value ...]
+                      every grid point of D/subsets/SUBSET.json (lite, flash_10, team3_clean, ...) as one sweep"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -179,11 +181,17 @@ def _judge(argv: list[str]) -> int:
     return judge_command(argv)
 
 
+def _sweep(argv: list[str]) -> int:
+    from masgrid.platform.cooper_sweep import sweep_command
+
+    return sweep_command(argv)
+
+
 def cooper_command(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
-    commands = {"eval": _eval, "demo-data": _demo, "judge": _judge}
+    commands = {"eval": _eval, "demo-data": _demo, "judge": _judge, "sweep": _sweep}
     if argv[0] not in commands:
         print(f"masgrid cooper: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
         return 2

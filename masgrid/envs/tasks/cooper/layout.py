@@ -4,7 +4,7 @@ The public release stores one feature pool per base commit as
 `<repo>_task/task<ID>/` holding `setup.sh` (clone URL and `BASE_COMMIT=`), `run_tests.sh`
 (or, in some pools, only `runner.sh`: the test command) and `feature<k>/` directories with
 `feature.md`, `feature.patch` (the gold implementation) and `tests.patch`. Subset lists
-(`subsets/lite.json`, `subsets/flash.json`) name pairs per task. Everything here only
+(`subsets/lite.json`, `subsets/flash_10.json`, ...) name the grid points per task. Everything here only
 reads files; a missing or malformed file is a `CooperDataError` naming the file and
 where it belongs.
 """
@@ -140,14 +140,27 @@ def list_tasks(data_dir: Path) -> list[tuple[str, int]]:
 
 
 def load_subset(data_dir: Path, name: str) -> list[tuple[str, int, tuple[int, ...]]]:
-    """Pairs of a subset list (`subsets/<name>.json`, e.g. lite, flash): (pool, task id, features)."""
+    """Grid points of a subset list (`subsets/<name>.json`, e.g. lite, flash_10, team3_clean):
+    (pool, task id, features). The release writes three shapes per task: `pairs` (two-agent
+    pairs), `groups` (3-4 agents, appendix F) or neither, meaning every pair of that task's
+    pool (lite: 8 tasks, 100 pairs); the last reads the pool's features from data_dir."""
     path = Path(data_dir) / "subsets" / f"{name}.json"
+    text = _read(path, f"subset list {name!r}")
+    out: list[tuple[str, int, tuple[int, ...]]] = []
     try:
-        doc = json.loads(_read(path, f"subset list {name!r}"))
-        return [(str(t["repo"]), int(t["task_id"]), tuple(int(f) for f in pair))
-                for t in doc["tasks"] for pair in t["pairs"]]
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise CooperDataError(f"{path} is not a subset list (tasks[].repo/task_id/pairs): {exc}") from None
+        doc = json.loads(text)
+        for t in doc["tasks"]:
+            pool, task_id = str(t["repo"]), int(t["task_id"])
+            listed = t.get("pairs", t.get("groups"))
+            if listed is None:  # every pair of the pool
+                listed = feature_pairs(load_task(Path(data_dir), pool, task_id))
+            out.extend((pool, task_id, tuple(int(f) for f in combo)) for combo in listed)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, CooperDataError):
+            raise
+        raise CooperDataError(f"{path} is not a subset list (tasks[].repo/task_id, with pairs, groups or "
+                              f"neither): {exc}") from None
+    return out
 
 
 def feature_pairs(task: CooperTaskData, size: int = 2) -> list[tuple[int, ...]]:
