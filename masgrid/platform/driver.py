@@ -25,6 +25,7 @@ from masgrid.actors.backends import Completion
 from masgrid.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid.envs.protocols.base import STACKED_VERB
 from masgrid.envs.tasks import Instance, Task, get_task
+from masgrid.envs.tasks.fingerprint import prompt_hash
 from masgrid.envs.tokens import get_counter
 from masgrid.platform.config import RunConfig
 from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
@@ -321,8 +322,8 @@ class RunDriver:
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
-            _check_prompts(cfg)
             instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+            _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
@@ -334,7 +335,8 @@ class RunDriver:
         await begun  # a recorder that cannot even begin a run fails the run loudly here
         self.metrics.finished(status)
         chunk, rows = log.take_chunk()
-        await self.recorder.call("write_events", run_id, partition, chunk, rows)
+        if rows:  # a run that ended cleanly sent its events already (an empty chunk writes no file)
+            await self.recorder.call("write_events", run_id, partition, chunk, rows)
         wall = time.perf_counter() - t0
         run_row.update(cfg.columns(), status=status, error=error, error_class=error_class, wall_s=wall, started_at=started,
                        finished_at=datetime.now(timezone.utc),
@@ -421,19 +423,16 @@ class RunDriver:
         writing: list[asyncio.Future] = []  # at most one event chunk on its way to the recorder
         flushing = asyncio.Lock()  # the asynchronous schedule's agent loops flush concurrently
 
-        async def flush(wait: bool = False) -> None:
+        async def flush() -> None:
             """Send the pending events; the round goes on while the recorder writes them. The
             previous chunk is awaited first, so one chunk at most is in flight (memory stays
-            bounded and a failed write fails the run at the next flush)."""
+            bounded and a failed write fails the run at the next flush, or at the run's end)."""
             async with flushing:
                 if writing:
                     await writing.pop()
                 chunk, rows = log.take_chunk()
-                sent = asyncio.ensure_future(self.recorder.call("write_events", log.run_id, log.partition, chunk, rows))
-                if wait:
-                    await sent
-                else:
-                    writing.append(sent)
+                writing.append(asyncio.ensure_future(
+                    self.recorder.call("write_events", log.run_id, log.partition, chunk, rows)))
 
         async def on_round(phase: int, round_no: int, completions: dict[int, Completion],
                            outcomes: dict[int, list[OutcomeRecord]]) -> None:
@@ -473,8 +472,15 @@ class RunDriver:
             phase_subs.append(list(submissions))
             marks.append(mark(log.stats))
             previous = list(submissions)
-            await flush(wait=True)
-        await pool.close()
+            await flush()  # the phase's last events: written while the next phase starts or the hosts close
+
+        async def drain() -> None:
+            """The last chunk in flight: written, or its failure fails the run."""
+            async with flushing:
+                if writing:
+                    await writing.pop()
+
+        await asyncio.gather(pool.close(), drain())
 
         score, scoring = await self._final_score(task, instance, submissions, log, n_phases)
         phase_scores = [task.score(instance, subs) for subs in phase_subs[:-1]] + [score]
@@ -555,11 +561,13 @@ class RunDriver:
             await host_clients(shared).aclose()
 
 
-def _check_prompts(cfg: RunConfig) -> None:
+def _check_prompts(cfg: RunConfig, task: Task, instance: Instance) -> None:
     """Refuse to run prompts other than those the run id was computed from (a driver on a
     node whose conf/ differs from the planner's, or a prompt file edited mid-sweep): its
-    rows would otherwise be filed under the wrong identity."""
-    here = cfg.render_prompt_hash()
+    rows would otherwise be filed under the wrong identity. The prompts are rendered from
+    the run's own instance, the one `cfg.render_prompt_hash` would generate again from the
+    same arguments (generating it twice cost a 100-agent AgentsNet run 0.1 s)."""
+    here = prompt_hash(task, instance, cfg.protocol, cfg.condition)
     if here != cfg.prompt_hash:
         raise PromptMismatch(f"the prompts this driver renders (hash {here}) differ from those the run was planned "
                              f"with (hash {cfg.prompt_hash}); was conf/ edited during the sweep, or does this node "

@@ -56,3 +56,25 @@ def test_round_trips_and_bytes_per_round_do_not_grow_with_the_history(tmp_path):
             series = getattr(long, direction)[method]
             early, late = series[2:6], series[-4:]  # rounds 2..3 against the last two (2 steps a round)
             assert max(late) <= 1.25 * max(early), (method, direction, early, late)
+
+
+def test_a_run_generates_its_instance_once(tmp_path, monkeypatch):
+    """Set-up inside the run is paid per run: the driver renders its prompt check from the
+    instance it runs, instead of generating the instance a second time (a count, not a time)."""
+    from masgrid.envs.tasks import get_task
+
+    cfg = RunConfig.from_mapping({"task": "agentsnet/consensus", "protocol": "local", "agents": 12, "graph": "ws",
+                                  "seed": 3, "results_dir": str(tmp_path), "execution": {"executor": "local"}})
+    cfg.run_id  # the planner's identity (its prompt hash) is computed before the run, as in a sweep
+    task_cls = type(get_task(cfg.task))
+    generated: list[int] = []
+    real = task_cls.generate
+
+    def counting(self, *args, **kwargs):
+        generated.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(task_cls, "generate", counting)
+    summary = run_one(cfg)
+    assert summary.status == "ok", summary.error
+    assert len(generated) == 1

@@ -78,7 +78,10 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
         return failed_call(malformed("the response had no choices"), latency_s, attempts)
     choice = reply.choices[0]
     try:
-        calls = read_tool_calls(choice.message.tool_calls, tool_names(tools), turn_of(messages))
+        raw_calls = choice.message.tool_calls
+        # the turn number names calls without an id; counting it walks the whole history,
+        # so only a reply that calls tools pays for it
+        calls = read_tool_calls(raw_calls, tool_names(tools), turn_of(messages) if raw_calls else 0)
     except MalformedToolCalls as exc:
         return failed_call(malformed(str(exc)), latency_s, attempts)
     if choice.message.content is None and not calls:

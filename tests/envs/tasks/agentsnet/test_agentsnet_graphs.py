@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from masgrid.envs.tasks.agentsnet.graphs import first_names, generate_graph
+from masgrid.envs.tasks.agentsnet.graphs import AgentGraph, first_names, generate_graph
 from masgrid.envs.tasks.agentsnet.tasks import byzantine_count, round_budget
 
 SIZES = (4, 8, 16, 40)
@@ -69,3 +69,29 @@ def test_round_budget_and_byzantine_counts() -> None:
     assert round_budget(True, 8, 3) == 7 and round_budget(False, 20, 5) == 11
     assert [byzantine_count(n) for n in (4, 8, 16)] == [1, 2, 3]
     assert all(3 * byzantine_count(n) < n for n in range(4, 101))
+
+
+def test_diameter_matches_networkx_on_random_graphs() -> None:
+    """The hand-written BFS diameter against networkx's, on many random connected graphs
+    (sparse, dense, trees, paths) and on the generator's own graphs."""
+    import random
+
+    rng = random.Random(7)
+    checked = 0
+    while checked < 150:
+        n = rng.randint(1, 40)
+        g = nx.gnp_random_graph(n, rng.choice([0.05, 0.1, 0.3, 0.8]), seed=rng.randrange(10**6))
+        if rng.random() < 0.2:
+            g = nx.random_labeled_tree(n, seed=rng.randrange(10**6)) if n > 1 else g
+        edges = sorted((min(u, v), max(u, v)) for u, v in g.edges)
+        graph = AgentGraph("test", [f"a{i}" for i in range(n)], edges)
+        if nx.is_connected(g):
+            assert graph.diameter() == nx.diameter(g)
+            checked += 1
+        else:
+            with pytest.raises(ValueError, match="disconnected"):
+                graph.diameter()
+    for model in ("ws", "ba", "dt"):
+        for seed in range(3):
+            graph = generate_graph(model, 30 + 17 * seed, seed)
+            assert graph.diameter() == nx.diameter(graph.nx())
