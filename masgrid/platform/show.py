@@ -55,6 +55,8 @@ def _label(turn: Turn) -> str:
         what = "retry request"
     if turn.error:
         what += f", failed: {turn.error}"
+    if turn.tool_call_id is not None:
+        what += f", answers tool call {turn.tool_call_id}"
     if turn.capped:
         what += ", capped: only its start was recorded (execution.max_recorded_chars)"
     return f"phase {turn.phase} · round {turn.round} · {turn.role} · {what}"
@@ -66,7 +68,7 @@ def render_plain(run_id: str, selected: list[Turn], out: TextIO) -> None:
         if (turn.agent, turn.phase) != header:
             header = (turn.agent, turn.phase)
             out.write(f"=== run {run_id} · agent {turn.agent} · phase {turn.phase} ===\n")
-        out.write(f"--- {_label(turn)} ---\n{turn.content}\n")
+        out.write(f"--- {_label(turn)} ---\n{turn.display}\n")
 
 
 def render_rich(run_id: str, selected: list[Turn], console: Console | None = None) -> None:
@@ -82,7 +84,7 @@ def render_rich(run_id: str, selected: list[Turn], console: Console | None = Non
             console.print(Rule(f"run {run_id} · agent {turn.agent} · phase {turn.phase}"))
         style = "red" if turn.verb == "invalid_reply" or turn.error else STYLES.get(turn.role, "white")
         # Text, not markup: model output is full of [brackets]
-        console.print(Panel(Text(turn.content), title=Text(_label(turn)), title_align="left", border_style=style))
+        console.print(Panel(Text(turn.display), title=Text(_label(turn)), title_align="left", border_style=style))
 
 
 def show(results_dir: Path, run_id: str, agent: int | None, out: TextIO | None = None) -> None:

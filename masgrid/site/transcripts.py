@@ -55,7 +55,9 @@ def agent_transcripts(events: pd.DataFrame) -> dict[int, list[dict[str, Any]]]:
         entry: dict[str, Any] = {"s": seq, "p": int(row.phase), "r": int(row.round), "k": row.kind, "v": verb}
         turn = content.get(seq)
         if turn is not None:
-            entry.update(m=True, role=turn.role, c=turn.content, cap=turn.capped)
+            entry.update(m=True, role=turn.role, c=turn.display, cap=turn.capped)
+            if turn.tool_call_id is not None:
+                entry["id"] = turn.tool_call_id
         else:
             entry.update(m=False, t=_text(row.text), rp=_text(row.reply))
         entry["flag"] = _flag(row.kind, verb, ok, error)

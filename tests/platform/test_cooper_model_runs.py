@@ -9,9 +9,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from masgrid.analysis.transcript import calls
 from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import RunConfig
@@ -123,6 +125,15 @@ def test_cooper_run_through_a_chat_server(tmp_path: Path) -> None:
     expected = count("send_message") + count(SEND_ARGS) + count(result) + count(delivered)
     assert row["token_counter"] == f"hf:{tokenizer}"
     assert row["tokens_comm"] == row["tokens_comm_phase1"] == expected and row["tokens_comm_phase2"] == 0
+    # the events alone rebuild every request's messages exactly, tool calls and their ids included
+    events = pd.read_parquet(tmp_path / "r" / "events")
+    rebuilt = {}
+    for call in calls(events):
+        rebuilt.setdefault((f"agent_{call.reply.agent + 1}", call.reply.phase), []).append(call.messages)
+    sent = {}
+    for name, phase, request in script.requests:
+        sent.setdefault((name, phase), []).append(request["messages"])
+    assert rebuilt == sent
 
 
 class Chatty(Script):

@@ -181,7 +181,8 @@ class _Phase:
             if why is not None:
                 text = self.task.harness_text("not_executed", why=why)
                 loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})
-                rows.append(_row("tool_result", tool=call.name, reply=text, ok=False, role="tool"))
+                rows.append(_row("tool_result", tool=call.name, reply=text, ok=False, role="tool",
+                                 tool_call_id=call.id))
                 continue
             loop.actions += 1
             args = call.arguments if call.error is None else None
@@ -192,7 +193,7 @@ class _Phase:
             ok, text, extra = await self._execute(loop, call.name, args, call.error)
             loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})
             rows.extend(extra)  # the message or finish happened before its result was written
-            rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool",
+            rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool", tool_call_id=call.id,
                              tokens_comm=self.count(text) if talk else 0))
         return rows
 

@@ -246,7 +246,8 @@ function setupTranscripts(header, base, id) {
 function entryNode(e) {
   if (e.m) {
     const what = e.k === "prompt" ? "system prompt" : e.k === "model_call" ? "reply" : "input";
-    const label = `${e.role} · ${what}` + (e.cap ? " · capped: only its start was recorded" : "") +
+    const label = `${e.role} · ${what}` + (e.id ? ` · answers tool call ${e.id}` : "") +
+                  (e.cap ? " · capped: only its start was recorded" : "") +
                   (e.flag ? ` · ${e.flag}` : "") + (e.e ? `: ${e.e}` : "");
     return el("div", {class: `msg ${e.role}` + (e.flag ? " flagged" : ""), "data-seq": e.s, "data-role": e.role,
                       "data-kind": e.k}, el("div", {class: "label"}, label), el("pre", {class: "content"}, e.c));
