@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import os
 from pathlib import Path
 from contextlib import contextmanager
@@ -294,6 +295,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
     # warm drivers kept for the session (or the detached one warm runs share)
     idle_workers: list[Any] = [warm_driver()] if warm else _RECORDERS.setdefault(key, [])
+    if not warm:
+        _start_first_wave(cfgs[:max_concurrent], idle_workers)
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -306,9 +309,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                         recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
-                    worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
-                        namespace=NAMESPACE, max_concurrency=16,
-                        resources=cfg.execution.driver_resources or None).remote(host_pool())
+                    worker = idle_workers.pop() if idle_workers else _new_driver_worker(cfg)
                     # the task and the worker's status actor carry the run's name in the dashboard
                     in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:
@@ -360,6 +361,31 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
     return [r for r in results if r is not None]
+
+
+def _new_driver_worker(cfg: RunConfig) -> Any:
+    """A warm driver process for this session (its process starts in the background)."""
+    import ray
+
+    return ray.remote(num_cpus=0)(DriverWorker).options(
+        namespace=NAMESPACE, max_concurrency=16, resources=cfg.execution.driver_resources or None).remote(host_pool())
+
+
+def _start_first_wave(wave: list[RunConfig], idle_workers: list[Any]) -> None:
+    """Ask Ray for every process the first `max_concurrent` runs need, at once, before the
+    recorder is waited on: their driver workers, and (through the pool) one environment host
+    and the agent hosts of each. Otherwise each driver asks for its hosts only once its own
+    process has started, and a cold sweep starts its processes in three waves (recorder,
+    drivers, hosts) rather than one. Runs and their results are unchanged: the runs take
+    these workers and hosts as they would take warm ones. Runs that will find an idle
+    worker of this session (it keeps its last run's hosts) start nothing."""
+    fresh = [c for c in wave if c.execution.reuse_actors][len(idle_workers):]
+    if not fresh:
+        return
+    host_pool().prestart.remote({
+        "EnvironmentHost": len(fresh),
+        "AgentHost": sum(math.ceil(c.agents / c.execution.agents_per_actor) for c in fresh)})
+    idle_workers[:0] = [_new_driver_worker(c) for c in reversed(fresh)]  # popped from the end: in run order
 
 
 def storage_error(exc: BaseException) -> ResultsUnwritable | None:
