@@ -85,8 +85,9 @@ def joined_cluster() -> bool:
     return bool(_SESSION.get("joined"))
 
 
-def recorder_actor(results_dir: str) -> Any:
-    """The single writer of a results_dir, pinned to this node (where the results live)."""
+def recorder_actor(results_dir: str, wait: bool = True) -> Any:
+    """The single writer of a results_dir, pinned to this node (where the results live).
+    `wait=False`: return as soon as its process is asked for (the caller waits for `ready`)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -102,7 +103,8 @@ def recorder_actor(results_dir: str) -> Any:
         name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
     ).remote(root)
-    ray.get(actor.ready.remote())
+    if wait:
+        ray.get(actor.ready.remote())
     _RECORDERS[key] = actor
     return actor
 
@@ -296,7 +298,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     # warm drivers kept for the session (or the detached one warm runs share)
     idle_workers: list[Any] = [warm_driver()] if warm else _RECORDERS.setdefault(key, [])
     if not warm:
-        _start_first_wave(cfgs[:max_concurrent], idle_workers)
+        _start_first_wave(cfgs[:max_concurrent], idle_workers, recorders)
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -371,21 +373,34 @@ def _new_driver_worker(cfg: RunConfig) -> Any:
         namespace=NAMESPACE, max_concurrency=16, resources=cfg.execution.driver_resources or None).remote(host_pool())
 
 
-def _start_first_wave(wave: list[RunConfig], idle_workers: list[Any]) -> None:
-    """Ask Ray for every process the first `max_concurrent` runs need, at once, before the
-    recorder is waited on: their driver workers, and (through the pool) one environment host
-    and the agent hosts of each. Otherwise each driver asks for its hosts only once its own
-    process has started, and a cold sweep starts its processes in three waves (recorder,
-    drivers, hosts) rather than one. Runs and their results are unchanged: the runs take
-    these workers and hosts as they would take warm ones. Runs that will find an idle
-    worker of this session (it keeps its last run's hosts) start nothing."""
+def _start_first_wave(wave: list[RunConfig], idle_workers: list[Any], recorders: dict[str, Any]) -> None:
+    """Ask Ray for the processes the first `max_concurrent` runs need before any of them runs,
+    in the order that lets runs start soonest: the recorder and the host pool first, then run
+    by run its environment host, agent hosts and driver worker. Ray starts only as many
+    worker processes at once as there are CPUs, each ~1-2 CPU s, so the order of the
+    requests sets when each run can make its first call; before this, each driver asked for
+    its hosts only once its own process had started, after all the drivers. Runs take these
+    workers and hosts as they would take warm ones: records are unchanged. Runs that will
+    find an idle worker of this session (it keeps its last run's hosts) start nothing."""
+    import ray
+
     fresh = [c for c in wave if c.execution.reuse_actors][len(idle_workers):]
     if not fresh:
         return
-    host_pool().prestart.remote({
-        "EnvironmentHost": len(fresh),
-        "AgentHost": sum(math.ceil(c.agents / c.execution.agents_per_actor) for c in fresh)})
-    idle_workers[:0] = [_new_driver_worker(c) for c in reversed(fresh)]  # popped from the end: in run order
+    for cfg in fresh:  # created, not waited for: it starts beside the pool
+        if cfg.results_dir not in recorders:
+            with _storage_errors_unwrapped():
+                recorders[cfg.results_dir] = recorder_actor(cfg.results_dir, wait=False)
+    pool, workers, wanted = host_pool(), [], {"EnvironmentHost": 0, "AgentHost": 0}
+    for cfg in fresh:  # each prestart returns once the pool has asked for the hosts
+        wanted["EnvironmentHost"] += 1
+        wanted["AgentHost"] += math.ceil(cfg.agents / cfg.execution.agents_per_actor)
+        ray.get(pool.prestart.remote(dict(wanted)), timeout=cfg.execution.actor_start_timeout_s)
+        workers.append(_new_driver_worker(cfg))
+    idle_workers[:0] = workers[::-1]  # popped from the end: the first run takes the first worker
+    for rec in {id(r): r for r in recorders.values()}.values():
+        with _storage_errors_unwrapped():
+            ray.get(rec.ready.remote())
 
 
 def storage_error(exc: BaseException) -> ResultsUnwritable | None:
