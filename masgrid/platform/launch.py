@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import math
 import os
 from pathlib import Path
 from contextlib import contextmanager
@@ -85,9 +84,8 @@ def joined_cluster() -> bool:
     return bool(_SESSION.get("joined"))
 
 
-def recorder_actor(results_dir: str, wait: bool = True) -> Any:
-    """The single writer of a results_dir, pinned to this node (where the results live).
-    `wait=False`: return as soon as its process is asked for (the caller waits for `ready`)."""
+def recorder_actor(results_dir: str) -> Any:
+    """The single writer of a results_dir, pinned to this node (where the results live)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -103,8 +101,7 @@ def recorder_actor(results_dir: str, wait: bool = True) -> Any:
         name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
     ).remote(root)
-    if wait:
-        ray.get(actor.ready.remote())
+    ray.get(actor.ready.remote())
     _RECORDERS[key] = actor
     return actor
 
@@ -297,8 +294,6 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
     # warm drivers kept for the session (or the detached one warm runs share)
     idle_workers: list[Any] = [warm_driver()] if warm else _RECORDERS.setdefault(key, [])
-    if not warm:
-        _start_first_wave(cfgs[:max_concurrent], idle_workers, recorders)
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -311,7 +306,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                         recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
-                    worker = idle_workers.pop() if idle_workers else _new_driver_worker(cfg)
+                    worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
+                        namespace=NAMESPACE, max_concurrency=16,
+                        resources=cfg.execution.driver_resources or None).remote(host_pool())
                     # the task and the worker's status actor carry the run's name in the dashboard
                     in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
                 else:
@@ -363,44 +360,6 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
     return [r for r in results if r is not None]
-
-
-def _new_driver_worker(cfg: RunConfig) -> Any:
-    """A warm driver process for this session (its process starts in the background)."""
-    import ray
-
-    return ray.remote(num_cpus=0)(DriverWorker).options(
-        namespace=NAMESPACE, max_concurrency=16, resources=cfg.execution.driver_resources or None).remote(host_pool())
-
-
-def _start_first_wave(wave: list[RunConfig], idle_workers: list[Any], recorders: dict[str, Any]) -> None:
-    """Ask Ray for the processes the first `max_concurrent` runs need before any of them runs,
-    in the order that lets runs start soonest: the recorder and the host pool first, then run
-    by run its environment host, agent hosts and driver worker. Ray starts only as many
-    worker processes at once as there are CPUs, each ~1-2 CPU s, so the order of the
-    requests sets when each run can make its first call; before this, each driver asked for
-    its hosts only once its own process had started, after all the drivers. Runs take these
-    workers and hosts as they would take warm ones: records are unchanged. Runs that will
-    find an idle worker of this session (it keeps its last run's hosts) start nothing."""
-    import ray
-
-    fresh = [c for c in wave if c.execution.reuse_actors][len(idle_workers):]
-    if not fresh:
-        return
-    for cfg in fresh:  # created, not waited for: it starts beside the pool
-        if cfg.results_dir not in recorders:
-            with _storage_errors_unwrapped():
-                recorders[cfg.results_dir] = recorder_actor(cfg.results_dir, wait=False)
-    pool, workers, wanted = host_pool(), [], {"EnvironmentHost": 0, "AgentHost": 0}
-    for cfg in fresh:  # each prestart returns once the pool has asked for the hosts
-        wanted["EnvironmentHost"] += 1
-        wanted["AgentHost"] += math.ceil(cfg.agents / cfg.execution.agents_per_actor)
-        ray.get(pool.prestart.remote(dict(wanted)), timeout=cfg.execution.actor_start_timeout_s)
-        workers.append(_new_driver_worker(cfg))
-    idle_workers[:0] = workers[::-1]  # popped from the end: the first run takes the first worker
-    for rec in {id(r): r for r in recorders.values()}.values():
-        with _storage_errors_unwrapped():
-            ray.get(rec.ready.remote())
 
 
 def storage_error(exc: BaseException) -> ResultsUnwritable | None:

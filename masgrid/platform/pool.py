@@ -31,29 +31,16 @@ class HostPool:
         self.reused = 0
 
     def acquire(self, kind: str, count: int) -> list[Any]:
-        out = [self.idle[kind].pop() for _ in range(min(count, len(self.idle[kind])))]
-        self.reused += len(out)
-        while len(out) < count:
-            out.append(self._new(kind))
-        return out
-
-    def _new(self, kind: str) -> Any:
-        """A new host actor (its process starts in the background; `configure` waits for it)."""
         import ray
 
         cls, concurrency = KINDS[kind]
-        self.created += 1
-        return ray.remote(num_cpus=0)(cls).options(
-            name=f"{self.prefix}:{kind}:{self.created}", namespace="masgrid", max_concurrency=concurrency).remote()
-
-    def prestart(self, counts: dict[str, int]) -> dict[str, int]:
-        """Start hosts before any run asks for them, topping the idle lists up to `counts`: a
-        sweep's first wave then finds its hosts booting alongside its driver workers instead
-        of starting them one driver at a time (launch.run_many). Returns the idle counts."""
-        for kind, count in counts.items():
-            while len(self.idle[kind]) < min(count, self.max_idle):
-                self.idle[kind].append(self._new(kind))
-        return {kind: len(v) for kind, v in self.idle.items()}
+        out = [self.idle[kind].pop() for _ in range(min(count, len(self.idle[kind])))]
+        self.reused += len(out)
+        while len(out) < count:
+            self.created += 1
+            out.append(ray.remote(num_cpus=0)(cls).options(
+                name=f"{self.prefix}:{kind}:{self.created}", namespace="masgrid", max_concurrency=concurrency).remote())
+        return out
 
     def release(self, kind: str, actors: list[Any]) -> None:
         import ray

@@ -26,18 +26,3 @@ def test_driver_keeps_last_runs_hosts_and_returns_the_rest(ray_session):
     for actor in first:
         ray_session.kill(actor, no_restart=True)
     ray_session.kill(shared, no_restart=True)
-
-
-def test_prestart_tops_idle_hosts_up_and_acquire_takes_them(ray_session):
-    shared = ray_session.remote(num_cpus=0)(HostPool).remote(prefix="test-prestart")
-    idle = ray_session.get(shared.prestart.remote({"EnvironmentHost": 2, "AgentHost": 3}))
-    assert idle == {"EnvironmentHost": 2, "AgentHost": 3}
-    # a second prestart only tops up: nothing is started twice
-    assert ray_session.get(shared.prestart.remote({"EnvironmentHost": 1, "AgentHost": 3})) == idle
-    taken = ray_session.get(shared.acquire.remote("AgentHost", 4))  # three started ones, one new
-    stats = ray_session.get(shared.stats.remote())
-    assert stats == {"created": 6, "reused": 3, "EnvironmentHost": 2, "AgentHost": 0}
-    assert ray_session.get([a.ready.remote() for a in taken]) is not None  # real, started hosts
-    for actor in [*taken, *ray_session.get(shared.acquire.remote("EnvironmentHost", 2))]:
-        ray_session.kill(actor, no_restart=True)
-    ray_session.kill(shared, no_restart=True)
