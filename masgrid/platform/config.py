@@ -50,8 +50,8 @@ class ExecutionSettings(BaseModel):
 
     executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
     status_actor_after_s: float | None = Field(
-        1.0, ge=0, description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
-        "into the run (a process start, about 0.5 s of CPU; platform/run_status.py); null: never. Many "
+        30.0, ge=0, description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
+        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
         "concurrent latency-bound runs (SIMAS sweeps) on few cores gain from a later start or none")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "

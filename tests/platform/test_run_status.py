@@ -36,7 +36,8 @@ def test_running_run_answers_by_name_and_is_gone_after(ray_session, tmp_path: Pa
         cfgs = [RunConfig.from_mapping({
             "task": "sorting", "protocol": "broadcast", "agents": 2, "k": 2, "seed": seed, "backend": "openai",
             "model": {"name": "local_vllm", "base_url": server.base_url, "max_retries": 0},
-            "results_dir": str(tmp_path), "execution": {"reuse_actors": reuse}}) for seed in (1, 2)]
+            "results_dir": str(tmp_path),
+            "execution": {"reuse_actors": reuse, "status_actor_after_s": 1.0}}) for seed in (1, 2)]
         summaries: list = []
         sweep = threading.Thread(target=lambda: summaries.extend(run_many(cfgs, max_concurrent=1)))
         sweep.start()
