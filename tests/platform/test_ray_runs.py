@@ -49,11 +49,13 @@ def test_pooled_hosts_are_reused_and_give_identical_results(tmp_path, ray_sessio
 
     cfgs = [config(tmp_path, "pool", protocol=p, agents=4, k=3, seed=s, execution={"reuse_actors": True})
             for s in range(2) for p in ("broadcast", "kv")]
+    # the session's pool may hold hosts of earlier tests' sweeps: count what these runs add
+    before = ray_session.get(host_pool().stats.remote())["created"]
     summaries = run_many(cfgs, max_concurrent=1)
     assert all(s.status == "ok" and s.success for s in summaries)
     stats = ray_session.get(host_pool().stats.remote())
-    # one env + one host for all four runs: the warm driver keeps its last run's hosts
-    assert stats["created"] == 2 and stats["AgentHost"] == stats["EnvironmentHost"] == 0
+    # at most one env + one host for all four runs: the warm driver keeps its last run's hosts
+    assert stats["created"] - before <= 2 and stats["AgentHost"] == stats["EnvironmentHost"] == 0
     fresh = run_local(config(tmp_path, "fresh", protocol="kv", agents=4, k=3, seed=1,
                              execution={"executor": "local"}))
     pooled = next(s for c, s in zip(cfgs, summaries) if c.protocol == "kv" and c.seed == 1)
