@@ -107,7 +107,10 @@ def turns(events: pd.DataFrame) -> list[Turn]:
         if not _missing(row.calls_):
             recorded = json.loads(row.calls_)
             content = content[:recorded["content_chars"]]  # `text` is the reply, then its calls as blocks
-            tool_calls = tuple(recorded["calls"])
+            if recorded.get("capped"):  # too long to keep: the turn is not an exact rebuild
+                capped = True
+            else:
+                tool_calls = tuple(recorded["calls"])
         out.append(Turn(agent=int(row.agent), phase=int(row.phase), round=int(row.round), seq=int(row.seq),
                         kind=row.kind, verb=None if _missing(row.verb) else row.verb, role=row.role,
                         content=content, error=None if _missing(row.error) else row.error, capped=capped,

@@ -217,7 +217,8 @@ class RunLog:
                     text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                     usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
-                    call_started=_when(c.started_at), messages_sent=0, tool_calls=_history_calls(c), **extra)
+                    call_started=_when(c.started_at), messages_sent=0,
+                    tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
     def _count_call(self, st: AgentStats, c: Completion) -> None:
         st.model_calls += 1
@@ -586,14 +587,19 @@ def _quoting(row: dict[str, Any], seq: int) -> dict[str, Any]:
     return row
 
 
-def _history_calls(c: Completion) -> str | None:
+def _history_calls(c: Completion, cap: int | None) -> str | None:
     """The tool calls of a reply as its history message holds them, for the exact rebuild of
-    later prompts (analysis/transcript.py): `text` records them only as ```tool blocks."""
+    later prompts (analysis/transcript.py): `text` records them only as ```tool blocks. Past
+    `cap` characters (execution.max_recorded_chars) only the marker `capped` is kept, and the
+    rebuilt turn says it is not exact."""
     if not c.tool_calls:
         return None
     from masgrid.actors.backends.tool_calls import assistant_turn
 
-    return json.dumps({"content_chars": len(c.text or ""), "calls": assistant_turn(c)["tool_calls"]})
+    recorded = json.dumps({"content_chars": len(c.text or ""), "calls": assistant_turn(c)["tool_calls"]})
+    if cap is not None and len(recorded) > cap:
+        return json.dumps({"content_chars": len(c.text or ""), "capped": True})
+    return recorded
 
 
 def _when(epoch_s: float | None) -> datetime | None:

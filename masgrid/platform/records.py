@@ -310,8 +310,9 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "tool": (pa.string(), "label", "CooperBench action, tool_result, message: the tool called, else null"),
     "tool_calls": (pa.string(), "JSON", "model_call of a reply with tool calls: {\"content_chars\": length of the "
                                         "reply text the history message holds (the start of `text`), \"calls\": the "
-                                        "OpenAI tool_calls list as it entered the history (id, name, arguments)}; "
-                                        "null otherwise"),
+                                        "OpenAI tool_calls list as it entered the history (id, name, arguments)}, or "
+                                        "\"capped\": true instead of calls when longer than execution.max_recorded_"
+                                        "chars; null otherwise"),
     "tool_call_id": (pa.string(), "label", "tool_result: the id of the call it answers (the history's tool "
                                            "message carries it); null otherwise"),
     "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule (CooperBench), every event: wall-clock "
