@@ -27,13 +27,11 @@ SETTINGS = ("coop", "solo", "nocomm")
 
 
 def _compose(overrides: list[str]) -> dict[str, Any]:
-    from hydra import compose, initialize_config_dir
+    """One job config as `masgrid run` composes it (call inside `initialize_config_dir`)."""
+    from hydra import compose
     from omegaconf import OmegaConf, open_dict
 
-    from masgrid.resources import conf_dir
-
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
-        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+    cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     with open_dict(cfg):
         del cfg["hydra"]
     data = OmegaConf.to_container(cfg, resolve=True)
@@ -52,21 +50,25 @@ def subset_configs(subset: str, settings: list[str], overrides: list[str]) -> tu
         raise ConfigError(f"the subset list sets task, cooper.features and cooper.setting; drop {' '.join(owned)}")
     if not any(o.split("=", 1)[0].lstrip("+~") == "protocol" for o in overrides):
         overrides = [*overrides, "protocol=workspace"]  # cooper's only protocol (as sweep=cooper sets it)
-    base = _compose(overrides)
-    data_dir = (base.get("cooper") or {}).get("data_dir")
-    if not data_dir:
-        raise ConfigError("cooper.data_dir=DIR is needed: the dataset holding subsets/<name>.json")
-    points = load_subset(Path(data_dir), subset)
-    if not points:
-        raise CooperDataError(f"subset list {subset!r} names no grid points")
-    cfgs: list[RunConfig] = []
-    sweep: SweepSettings | None = None
-    for pool, task_id, features in points:
-        for setting in settings:
-            cfg, sweep = split_job_config(_compose([
-                *overrides, f"task=cooper/{pool}/{task_id}", f"cooper.setting={setting}",
-                f"cooper.features=[{','.join(str(f) for f in features)}]"]))
-            cfgs.append(cfg)
+    from hydra import initialize_config_dir
+
+    from masgrid.resources import conf_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
+        data_dir = (_compose(overrides).get("cooper") or {}).get("data_dir")
+        if not data_dir:
+            raise ConfigError("cooper.data_dir=DIR is needed: the dataset holding subsets/<name>.json")
+        points = load_subset(Path(data_dir), subset)
+        if not points:
+            raise CooperDataError(f"subset list {subset!r} names no grid points")
+        cfgs: list[RunConfig] = []
+        sweep: SweepSettings | None = None
+        for pool, task_id, features in points:
+            for setting in settings:
+                cfg, sweep = split_job_config(_compose([
+                    *overrides, f"task=cooper/{pool}/{task_id}", f"cooper.setting={setting}",
+                    f"cooper.features=[{','.join(str(f) for f in features)}]"]))
+                cfgs.append(cfg)
     assert sweep is not None
     return cfgs, sweep
 

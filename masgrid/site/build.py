@@ -67,8 +67,8 @@ def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -
     header = run_header(run, agents)
     # events without an agent (a scoring model's calls) have no transcript or flow of their
     # own; the family panel shows them
-    own = events["agent"].isna() if "agent" in events.columns else pd.Series(False, index=events.index)
-    scoring, events = events[own], events[~own]
+    agentless = events["agent"].isna() if "agent" in events.columns else pd.Series(False, index=events.index)
+    scoring, events = events[agentless], events[~agentless]
     view = family_view(run, agents, events, scoring)
     names = None
     if view and view.get("kind") == "agentsnet" and "graph" in view:
