@@ -155,9 +155,9 @@ def load_subset(data_dir: Path, name: str) -> list[tuple[str, int, tuple[int, ..
             if listed is None:  # every pair of the pool
                 listed = feature_pairs(load_task(Path(data_dir), pool, task_id))
             out.extend((pool, task_id, tuple(int(f) for f in combo)) for combo in listed)
+    except CooperDataError:  # a task directory the list names is missing or malformed
+        raise
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        if isinstance(exc, CooperDataError):
-            raise
         raise CooperDataError(f"{path} is not a subset list (tasks[].repo/task_id, with pairs, groups or "
                               f"neither): {exc}") from None
     return out
