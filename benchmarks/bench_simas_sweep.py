@@ -12,7 +12,9 @@ reports the word count it slept on). The ideal wall time of the sweep is the sum
 critical paths divided by C (no overhead, perfect packing).
 
 Reported per C (medians over --repeat sweeps, each into a fresh results_dir and a fresh
-`masgrid run -m` process, so Ray start-up is included as a user sees it):
+`masgrid run -m` process, so Ray start-up is included as a user sees it; with --head the
+sweeps join a `masgrid up` head instead, warmed by one unmeasured sweep per C, as a
+researcher's second and later sweeps of a session run):
 - efficiency = ideal / wall, wall = the whole command (Ray start, planning, recording);
 - span efficiency = ideal / span, span = the server's first request to its last reply
   (what the sweep's concurrency achieves once it is running); before first call and after
@@ -101,6 +103,21 @@ class TreeCpu:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+def start_head() -> dict[str, str]:
+    """`masgrid up` in a Ray temp dir of its own (no other cluster on the machine is joined);
+    the environment variables a sweep needs to join it."""
+    head = {"RAY_TMPDIR": tempfile.mkdtemp(prefix="mgb", dir="/tmp")}  # short: Ray's socket paths
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", **head}
+    env.pop("RAY_ADDRESS", None)
+    subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "up"], cwd=ROOT, env=env, check=True)
+    return head
+
+
+def stop_head(head: dict[str, str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", **head}
+    subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "down"], cwd=ROOT, env=env, check=False)
+
+
 def list_schedule(paths: list[float], concurrency: int) -> float:
     """Makespan of running the given durations in order, each as soon as one of C slots frees."""
     slots = [0.0] * concurrency
@@ -109,11 +126,12 @@ def list_schedule(paths: list[float], concurrency: int) -> float:
     return max(slots)
 
 
-def one_sweep(concurrency: int, ns: argparse.Namespace, latency: Latency) -> dict:
-    """One `masgrid run -m` sweep into a fresh results_dir against a fresh server; its figures."""
+def one_sweep(concurrency: int, ns: argparse.Namespace, latency: Latency, head: dict[str, str] | None = None) -> dict:
+    """One `masgrid run -m` sweep into a fresh results_dir against a fresh server; its figures.
+    `head`: the environment of a running `masgrid up` head the sweep joins."""
     with LatencyServer(latency, tokens=ns.tokens) as server, \
             tempfile.TemporaryDirectory(prefix=f"bench_simas_c{concurrency}_") as tmp:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", **(head or {})}
         t0 = time.monotonic()
         proc = subprocess.Popen(sweep_command(server.base_url, tmp, concurrency, ns), cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -188,15 +206,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     ap.add_argument("--set", action="append", default=[], help="extra override for the sweep, e.g. "
                     "execution.status_actor_after_s=null (repeatable)")
+    ap.add_argument("--head", action="store_true", help="sweeps join a `masgrid up` head (its own Ray temp dir), "
+                    "after one unmeasured sweep per C has left its warm processes there")
     ns = ap.parse_args(argv)
     latency = Latency(ns.base_s, ns.per_token_s)
     rows = []
-    for _ in range(ns.repeat):
-        for c in (int(x) for x in ns.concurrency.split(",")):
-            rows.append(one_sweep(c, ns, latency))
-            print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
+    head = start_head() if ns.head else None
+    try:
+        if head is not None:
+            for c in (int(x) for x in ns.concurrency.split(",")):
+                one_sweep(c, ns, latency, head)  # warms the head: a slot's driver and hosts per C
+        for _ in range(ns.repeat):
+            for c in (int(x) for x in ns.concurrency.split(",")):
+                rows.append(one_sweep(c, ns, latency, head))
+                print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
+    finally:
+        if head is not None:
+            stop_head(head)
     table = summarize(rows).to_markdown(index=False)
-    setting = (f"grid: agents={ns.agents}, subjects={ns.subjects}, {ns.questions} questions each, T={ns.rounds}, "
+    setting = (("sweeps join a warm `masgrid up` head (CPU cores: the command's process only, the workers are "
+                "the head's); " if ns.head else "cold start (each sweep starts Ray); ") +
+               f"grid: agents={ns.agents}, subjects={ns.subjects}, {ns.questions} questions each, T={ns.rounds}, "
                f"profiles={ns.profiles}, sweep.reuse_actors={ns.reuse}; latency {ns.base_s} s + {ns.per_token_s} s "
                f"per output token, {ns.tokens}-word turns; medians over {ns.repeat} sweep(s) per C")
     print(f"\n{setting}\n\n{table}")

@@ -66,9 +66,10 @@ class ExecutionSettings(BaseModel):
     reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
                                                    "(faster sweeps; hosts are then named pool:* not per run)")
     keep_warm: bool = Field(
-        True, description="a single run on a Ray cluster this command joined (`masgrid up`, `ray start --head`, "
-        "an address) executes on a detached driver worker, host pool and recorder that stay for the next "
-        "command, which then starts no process (platform/warm.py); false: the run's own processes, gone after it")
+        True, description="a single run or a sweep on a Ray cluster this command joined (`masgrid up`, `ray start "
+        "--head`, an address) executes on detached driver workers (one per sweep slot), a host pool and a recorder "
+        "that stay for the next command, which then starts no process (platform/warm.py); false: the command's "
+        "own processes, gone after it")
     driver_resources: dict[str, float] | None = Field(
         None, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
         "with `ray start --resources '{\"worker\": 8}'` on worker nodes: drivers (and the hosts they start, "

@@ -38,6 +38,8 @@ _RECORDERS: dict[str, Any] = {}
 _SESSION: dict[str, Any] = {}
 #: warm driver processes kept between run_many calls (execution.reuse_actors)
 MAX_IDLE_DRIVERS = 32
+#: detached driver workers a sweep keeps on a joined cluster (its slots beyond get session workers)
+MAX_WARM_DRIVERS = 16
 #: executions of one run within a sweep when the platform keeps interrupting it
 MAX_ATTEMPTS = 3
 #: restart a dead session actor, and resend the calls it was serving (see the module doc)
@@ -184,8 +186,7 @@ def _get_or_create(name: str, create: Callable[[], Any]) -> Any:
         return create()
 
 
-def warm_driver() -> Any:
-    """The detached driver worker single runs share on a joined cluster, with its host pool."""
+def _warm_host_pool() -> Any:
     import ray
 
     from masgrid.platform import warm
@@ -196,9 +197,31 @@ def warm_driver() -> Any:
         return ray.remote(num_cpus=0, **SUPERVISED)(HostPool).options(**warm.options("host-pool")).remote(
             prefix=f"pool@{warm.fingerprint()}")
 
+    return _get_or_create(warm.warm_name("host-pool"), pool)
+
+
+def _warm_worker(role: str) -> Any:
+    import ray
+
+    from masgrid.platform import warm
+
+    return _get_or_create(warm.warm_name(role), lambda: ray.remote(num_cpus=0)(DriverWorker).options(
+        **warm.options(role), max_concurrency=16).remote(_warm_host_pool()))
+
+
+def warm_driver() -> Any:
+    """The detached driver worker single runs share on a joined cluster, with its host pool."""
+    from masgrid.platform import warm
+
     warm.retire_stale()
-    return _get_or_create(warm.warm_name("driver"), lambda: ray.remote(num_cpus=0)(DriverWorker).options(
-        **warm.options("driver"), max_concurrency=16).remote(_get_or_create(warm.warm_name("host-pool"), pool)))
+    return _warm_worker("driver")
+
+
+def warm_drivers(n: int) -> list[Any]:
+    """`n` detached driver workers for a sweep's slots on a joined cluster: the one single
+    runs share, then `driver-2`, ...; each keeps its own last hosts, all from the warm pool.
+    The next sweep (or run) on the same cluster finds them started."""
+    return [warm_driver(), *(_warm_worker(f"driver-{k}") for k in range(2, min(n, MAX_WARM_DRIVERS) + 1))]
 
 
 def warm_recorder(results_dir: str) -> Any:
@@ -292,8 +315,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}
     key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
-    # warm drivers kept for the session (or the detached one warm runs share)
-    idle_workers: list[Any] = [warm_driver()] if warm else _RECORDERS.setdefault(key, [])
+    # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
+    idle_workers: list[Any] = (warm_drivers(min(max_concurrent, len(cfgs))) if warm
+                               else _RECORDERS.setdefault(key, []))
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more

@@ -202,7 +202,9 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResul
     todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
             if settings.reuse_actors else c for c in plan.todo]  # placement only: run ids unchanged
     try:
-        run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done)
+        # on a cluster that outlives the command, the sweep's processes stay warm for the next one
+        run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done,
+                 keep_warm=settings.reuse_actors and all(c.execution.keep_warm for c in todo))
     finally:
         progress.stop()
     progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "

@@ -3,9 +3,10 @@
 Starting Ray worker processes (driver, recorder, environment and agent hosts: about 1.5 s
 each on a busy 2-core machine) is what a small run waits for once Ray itself is up
 (benchmarks/bench_first_round.py). On a cluster that outlives the command (`masgrid up`,
-`ray start --head`, an explicit address), a single run therefore executes on detached
-actors that stay for the next command: a driver worker (`launch.DriverWorker`, which keeps
-its last run's hosts), a host pool and one recorder per results directory.
+`ray start --head`, an explicit address), a run or a sweep therefore executes on detached
+actors that stay for the next command: driver workers (`launch.DriverWorker`, each keeping
+its last run's hosts; `driver` for single runs and a sweep's first slot, `driver-2`, ... for
+its other slots), a host pool and one recorder per results directory.
 
 Warm actors run the code they started with, so their names carry a fingerprint of the
 masgrid sources, the configuration tree and MASGRID_CONF: after an edit a run starts new

@@ -163,6 +163,16 @@ def named_actors(env: dict[str, str], address: str) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def warm_actor_ids(env: dict[str, str], address: str) -> dict[str, str]:
+    """name -> actor id of every warm actor: the same id means the same process was reused."""
+    code = ("import json, ray; ray.init(address=%r, namespace='masgrid', log_to_driver=False); "
+            "names = [a['name'] for a in ray.util.list_named_actors(all_namespaces=True) if a['name'].startswith('warm-')]; "
+            "print(json.dumps({n: ray.get_actor(n, namespace='masgrid')._actor_id.hex() for n in names}))" % address)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def make_stale_warm_actor(env: dict[str, str], address: str) -> None:
     code = ("import ray; ray.init(address=%r, namespace='masgrid', log_to_driver=False)\n"
             "@ray.remote(num_cpus=0)\nclass Old:\n    def ping(self): return 1\n"
@@ -242,6 +252,19 @@ def test_up_and_down_are_idempotent_and_leave_nothing(ray_tmp, tmp_path):
         run = masgrid(env, "run", "agents=2", "k=2", f"results_dir={tmp_path / 'r'}")
         assert run.returncode == 0, run.stderr
         assert "Connecting to existing Ray cluster" in run.stderr
+        # a sweep leaves a warm driver per slot; the next sweep runs on the very same processes
+        address = cluster.running_head()
+        sweep = masgrid(env, "run", "-m", "agents=2", "k=2", "seed=0,1", "sweep.max_concurrent=2",
+                        "sweep.progress=off", f"results_dir={tmp_path / 'sw'}")
+        assert sweep.returncode == 0, sweep.stderr
+        warm = warm_actor_ids(env, address)
+        assert {n.split("@")[0] for n in warm} >= {"warm-driver", "warm-driver-2", "warm-host-pool"}, warm
+        again = masgrid(env, "run", "-m", "agents=2", "k=2", "seed=2,3", "sweep.max_concurrent=2",
+                        "sweep.progress=off", f"results_dir={tmp_path / 'sw'}")
+        assert again.returncode == 0, again.stderr
+        assert warm_actor_ids(env, address) == warm
+        runs = pd.read_parquet(tmp_path / "sw" / "runs")
+        assert sorted(runs["seed"]) == [0, 1, 2, 3] and set(runs["status"]) == {"ok"}
     finally:
         down = masgrid(env, "down")
     assert down.returncode == 0 and down.stdout.startswith("masgrid down: stopped the Ray head at "), down.stderr
