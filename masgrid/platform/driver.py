@@ -327,6 +327,10 @@ class RunDriver:
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
+        except asyncio.CancelledError:  # its command died (launch.DriverWorker): hosts killed, nothing recorded
+            status = "cancelled"
+            begun.cancel()
+            raise
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error, error_class = "failed", f"{type(exc).__name__}: {exc}", classify_failure(exc)
             tb = traceback.format_exc(limit=8)

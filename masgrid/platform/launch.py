@@ -16,7 +16,10 @@ import asyncio
 import hashlib
 import logging
 import os
+import sys
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
@@ -40,6 +43,8 @@ _SESSION: dict[str, Any] = {}
 MAX_IDLE_DRIVERS = 32
 #: detached driver workers a sweep keeps on a joined cluster (its slots beyond get session workers)
 MAX_WARM_DRIVERS = 16
+#: how often a warm driver checks that the commands whose runs it executes are still alive
+OWNER_CHECK_S = 0.5
 #: executions of one run within a sweep when the platform keeps interrupting it
 MAX_ATTEMPTS = 3
 #: restart a dead session actor, and resend the calls it was serving (see the module doc)
@@ -143,20 +148,58 @@ class DriverWorker:
         from masgrid.platform.pool import DriverHosts
 
         self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
+        self.owners: dict[asyncio.Task[Any], str] = {}  # a warm run's task -> the job that submitted it
+        self.watch: asyncio.Task[None] | None = None
 
-    async def run(self, cfg: RunConfig, recorder: Any) -> RunSummary:
+    async def run(self, cfg: RunConfig, recorder: Any, owner: str | None = None) -> RunSummary:
         """`recorder`: its handle, or the name of a running one (a warm run: looked up here,
-        where its class is loaded already, not in the command's process)."""
+        where its class is loaded already, not in the command's process). `owner`: on a warm
+        (detached) worker, the Ray job of the command that submitted the run; the run is
+        cancelled when that job ends, and its writes are signed (Recorder.write_as)."""
         recorder = _actor(recorder)
+        task = asyncio.current_task()
+        if owner is not None and task is not None:
+            recorder = SignedRecorder(recorder, owner)
+            self.owners[task] = owner
+            if self.watch is None or self.watch.done():
+                self.watch = asyncio.ensure_future(self._watch_owners())
         after = cfg.execution.status_actor_after_s
         name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
         try:
             summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
         finally:
+            self.owners.pop(task, None)  # type: ignore[arg-type]
             if name is not None:
                 name.close()
         heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
         return summary
+
+    async def _watch_owners(self) -> None:
+        """A detached worker outlives the command that submitted its runs: when that command
+        dies (SIGKILL, Ctrl-C, a lost node), its runs here are cancelled (their hosts killed,
+        nothing more recorded), instead of spending model calls nobody will collect and
+        racing the re-run a resume starts."""
+        from masgrid.platform.warm import job_alive
+
+        while self.owners:
+            await asyncio.sleep(OWNER_CHECK_S)
+            dead = {job for job in set(self.owners.values()) if not job_alive(job)}
+            for task, job in list(self.owners.items()):
+                if job in dead and not task.done():
+                    print(f"masgrid: cancelling a run of job {job}: the command that submitted it is gone",
+                          file=sys.stderr, flush=True)
+                    task.cancel()
+
+
+class SignedRecorder:
+    """A warm recorder's handle whose writes carry the submitting job (Recorder.write_as), so
+    the recorder can refuse those of a dead command once a new one owns the results_dir."""
+
+    def __init__(self, actor: Any, owner: str) -> None:
+        self.actor, self.owner = actor, owner
+
+    def __getattr__(self, method: str) -> Any:
+        return SimpleNamespace(remote=partial(self.actor.write_as.remote, self.owner, method))
 
 
 def run_local(cfg: RunConfig) -> RunSummary:
@@ -314,7 +357,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     recorders: dict[str, Any] = {}
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}
-    key = f"{ray.get_runtime_context().get_job_id()}:driver-workers"
+    job = ray.get_runtime_context().get_job_id()
+    key = f"{job}:driver-workers"
     # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
     idle_workers: list[Any] = (warm_drivers(min(max_concurrent, len(cfgs))) if warm
                                else _RECORDERS.setdefault(key, []))
@@ -328,13 +372,16 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 if cfg.results_dir not in recorders:
                     with _storage_errors_unwrapped():
                         recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
+                        if warm:  # this command holds the writer lock: runs of an earlier, killed one may not write
+                            ray.get(_actor(recorders[cfg.results_dir]).claim.remote(job))
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
                     worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
                         namespace=NAMESPACE, max_concurrency=16,
                         resources=cfg.execution.driver_resources or None).remote(host_pool())
                     # the task and the worker's status actor carry the run's name in the dashboard
-                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(cfg, rec)] = (idx, worker)
+                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(
+                        cfg, rec, job if warm else None)] = (idx, worker)
                 else:
                     driver = driver_actor(cfg, rec, attempts[idx] + 1)
                     in_flight[driver.run.remote()] = (idx, driver)

@@ -76,6 +76,10 @@ def _write_table_atomic(path: Path, rows: list[dict[str, Any]], schema: pa.Schem
                 pass  # a read-only disk: the dot-file is ignored by readers anyway
 
 
+class OrphanedRun(RuntimeError):
+    """A write from a run whose submitting command died and whose results_dir has a new owner."""
+
+
 class Recorder:
     """Writes one experiment's tables. One instance per results_dir (a Ray actor in runs)."""
 
@@ -88,6 +92,24 @@ class Recorder:
 
     def ready(self) -> str:
         return str(self.root)
+
+    def claim(self, owner: str) -> None:
+        """Make `owner` (the Ray job id of the command now holding the results_dir's writer
+        lock) the only one whose warm drivers may write here: a warm recorder outlives the
+        command that started it, and so may the runs of a command that was killed."""
+        self.owner = owner
+
+    def write_as(self, owner: str, method: str, *args: Any) -> Any:
+        """`method` (begin_run, write_events, finish_run) on behalf of a warm driver's run
+        submitted by `owner`; refused once another command claimed this results_dir, so a
+        killed command's run still in flight can never write next to its re-run."""
+        current = getattr(self, "owner", None)
+        if current is not None and owner != current:
+            raise OrphanedRun(f"results_dir {self.root} now belongs to job {current}; this run was submitted by "
+                              f"job {owner}, which is gone: its writes are refused")
+        if method not in ("begin_run", "write_events", "finish_run"):
+            raise ValueError(f"write_as: {method} is not a write")
+        return getattr(self, method)(*args)
 
     def _files_of(self, table: str, run_id: str, partition: dict[str, Any]) -> Iterable[Path]:
         return partition_dir(self.root, table, partition).glob(f"part-{run_id}*.parquet")

@@ -11,7 +11,9 @@ its other slots), a host pool and one recorder per results directory.
 Warm actors run the code they started with, so their names carry a fingerprint of the
 masgrid sources, the configuration tree and MASGRID_CONF: after an edit a run starts new
 ones, and the previous version's are killed (a run still executing on them, from another
-checkout's command, is then interrupted and run again by its launcher). `masgrid down`
+checkout's command, is then interrupted and run again by its launcher). A driver cancels
+the runs of a command that died (`job_alive`), and a warm recorder accepts writes only from
+the command that last claimed its results_dir (`Recorder.claim`). `masgrid down`
 stops them with the head; `execution.keep_warm=false` opts out.
 """
 
@@ -67,3 +69,18 @@ def retire_stale() -> list[str]:
         except ValueError:  # gone meanwhile
             pass
     return stale
+
+
+def job_alive(job: str) -> bool:
+    """Whether the Ray job `job` (hex id; a command's connection to the cluster) still runs,
+    per the GCS job table (a private Ray API: unknown or unreadable counts as alive, and the
+    recorder's claim still keeps a dead command's runs from writing)."""
+    import ray
+
+    try:
+        gcs = ray._private.worker.global_worker.gcs_client
+        info = gcs.get_all_job_info(job_or_submission_id=job, skip_submission_job_info_field=True,
+                                    skip_is_running_tasks_field=True)
+    except Exception:  # noqa: BLE001 - an API change must not cancel runs
+        return True
+    return not info or any(not entry.is_dead for entry in info.values())

@@ -2,17 +2,20 @@
 
 The sweep runs as a real subprocess (`python -m masgrid.platform.cli run -m ...`) that joins
 the test session's Ray instance through RAY_ADDRESS, as a job submitted to a long-lived
-cluster does (and starting a Ray node per subprocess is slow on a loaded 2-core box). The
-test kills it with SIGKILL once a few runs are complete (Ray then ends the actors it
-owned), then runs the same command again and checks that the completed runs were kept untouched, the rest ran,
-and the dataset has exactly one ok row per grid point and no duplicate events.
+cluster does (and starting a Ray node per subprocess is slow on a loaded 2-core box). Its
+agents call a loopback chat server that answers each call after a pause, so a run lasts
+about a second and the kill lands midway. The test kills the sweep with SIGKILL once a few
+runs are complete, then runs the same command again and checks that the completed runs were
+kept untouched, the rest ran, and the dataset has exactly one ok row per grid point and no
+duplicate events. Both placements: warm drivers on the joined cluster, which outlive the
+killed command and must cancel its runs themselves (platform/warm.py), and the command's
+own actors (`execution.keep_warm=false`), which Ray ends with the command.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,15 +24,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.support.chat_server import ChatServer, Reply
+from tests.support.kill import kill_when
+
 ROOT = Path(__file__).resolve().parents[2]
 GRID = {"protocol": ("broadcast", "p2p", "kv"), "agents": (1, 2), "seed": (0,)}
 
 
-def _command(results_dir: Path) -> list[str]:
+def _command(results_dir: Path, base_url: str, warm: bool) -> list[str]:
     return [sys.executable, "-m", "masgrid.platform.cli", "run", "-m",
-            *(f"{k}={','.join(map(str, v))}" for k, v in GRID.items()), "k=1",
+            *(f"{k}={','.join(map(str, v))}" for k, v in GRID.items()), "k=1", "max_rounds=3",
+            "backend=openai", "model=local_vllm", "model.name=test", f"model.base_url={base_url}",
+            "model.max_retries=0", "preflight=false", f"execution.keep_warm={str(warm).lower()}",
             f"results_dir={results_dir}", "sweep.max_concurrent=2", "sweep.log_every_s=0",
             "execution.actor_start_timeout_s=300"]
+
+
+def _slow_model(body: dict) -> Reply:
+    time.sleep(0.15)  # a run of 3 rounds lasts about a second: the kill lands among runs in flight
+    return Reply(text="[1]")
 
 
 def _env(address: str) -> dict[str, str]:
@@ -50,7 +63,13 @@ def _complete(results_dir: Path) -> dict[Path, tuple[int, int]]:
 
 
 @pytest.mark.slow
-def test_sweep_killed_midway_resumes_to_exactly_one_row_per_grid_point(tmp_path, ray_session):
+@pytest.mark.parametrize("warm", [True, False], ids=["warm-drivers", "own-actors"])
+def test_sweep_killed_midway_resumes_to_exactly_one_row_per_grid_point(tmp_path, ray_session, warm):
+    with ChatServer(_slow_model) as server:
+        _kill_resume_report(tmp_path, ray_session, lambda results: _command(results, server.base_url, warm))
+
+
+def _kill_resume_report(tmp_path: Path, ray_session, _command) -> None:
     address = ray_session.get_runtime_context().gcs_address
     results = tmp_path / "results"
     n_grid = len(list(itertools.product(*GRID.values())))
@@ -58,19 +77,12 @@ def test_sweep_killed_midway_resumes_to_exactly_one_row_per_grid_point(tmp_path,
     proc = subprocess.Popen(_command(results), cwd=tmp_path, env=_env(address), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 300
-        while len(_complete(results)) < 2:
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()
-            assert time.monotonic() < deadline, "the sweep made no progress"
-            time.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        kill_when(proc, lambda: len(_complete(results)) >= 2, tmp_path / "first.log", 300, "the sweep made no progress")
     finally:
-        try:  # anything the killed sweep started in its own session
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         log.close()
+    # a run that was finishing as the command died may still land for a moment (Ray ends the
+    # command's own actors, a warm driver cancels its runs: both within a second); then nothing may
+    time.sleep(2)
     before = _complete(results)
     assert 2 <= len(before) < n_grid, "the kill should land midway through the grid"
 
