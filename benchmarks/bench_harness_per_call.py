@@ -205,7 +205,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenarios", nargs="+", default=["an100", "kv100", "an1000"], choices=sorted(SCENARIOS))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--client", default="direct", choices=["direct", "aiohttp", "httpx"])
+    ap.add_argument("--client", default="direct", choices=["direct", "lean", "aiohttp", "httpx"])
     ap.add_argument("--warm", action="store_true", help="also runs on warm actors (a sweep's pool, "
                     "execution.reuse_actors): one discarded warm-up run, then the same repeats")
     ap.add_argument("--local", action="store_true", help="only in-process runs (no Ray): harness CPU per call")

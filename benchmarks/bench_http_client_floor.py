@@ -1,11 +1,12 @@
 """How much of an agent host's CPU per call is the HTTP client, and what a minimal one costs.
 
-Both clients POST the same chat request to benchmarks/zero_latency_server.py (its own
-process) with 100 calls in flight over kept-alive connections, and read and parse the JSON
-reply. `aiohttp` is the session `model.http_client=direct` uses; `streams` is a bare
-HTTP/1.1 exchange over asyncio streams (Content-Length bodies only, no error handling, no
-timeouts): a floor, not a client masgrid could use as it is. The difference is what a
-purpose-built client could take off each call (docs/performance.md, "What is left").
+Every client POSTs the same chat request to benchmarks/zero_latency_server.py (its own
+process) with 100 calls in flight over kept-alive connections, and reads and parses the
+JSON reply. `aiohttp` is the session `model.http_client=direct` uses; `lean` is masgrid's
+own client (`model.http_client=lean`, backends/lean_http.py); `streams` is a bare HTTP/1.1
+exchange over asyncio streams (Content-Length bodies only, no error handling, no timeouts):
+a floor, not a client masgrid could use as it is. By default on uvloop, the event loop
+Ray's async actors (the agent hosts) run on; `--loop asyncio` for the standard one.
 Reported: this process's CPU milliseconds per call, medians of interleaved repeats.
 
     python benchmarks/bench_http_client_floor.py --calls 3000 --repeats 3
@@ -62,6 +63,26 @@ async def with_streams(port: int, calls: int, in_flight: int) -> float:
             writer.close()
 
 
+async def with_lean(port: int, calls: int, in_flight: int) -> float:
+    """masgrid's own client (`model.http_client=lean`), without the backend around it."""
+    from masgrid.actors.backends.lean_http import LeanSession
+
+    session = LeanSession(f"http://127.0.0.1:{port}/v1", 1024, 4.0)
+    head = session.request_head("/v1/chat/completions", {"Authorization": "Bearer EMPTY",
+                                                         "Content-Type": "application/json"})
+
+    async def one() -> None:
+        status, raw, _ = await session.post(head, BODY)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}")
+        json.loads(raw)
+
+    try:
+        return await _timed(one, calls, in_flight)
+    finally:
+        await session.close()
+
+
 async def _timed(one, calls: int, in_flight: int) -> float:
     """CPU ms per call of the second pass (the first opens the connections)."""
     for _ in range(2):
@@ -78,20 +99,27 @@ def main() -> None:
     ap.add_argument("--in-flight", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
     args = ap.parse_args()
     server = Server()
-    results: dict[str, list[float]] = {"aiohttp": [], "streams": []}
+    clients = {"aiohttp": with_aiohttp, "lean": with_lean, "streams": with_streams}
+    results: dict[str, list[float]] = {name: [] for name in clients}
+    run = asyncio.run
+    if args.loop == "uvloop":  # what Ray's async actors (the agent hosts) run on when uvloop is installed
+        import uvloop
+
+        run = uvloop.run
     try:
         for _ in range(args.repeats):  # interleaved
-            results["aiohttp"].append(asyncio.run(with_aiohttp(server.port, args.calls, args.in_flight)))
-            results["streams"].append(asyncio.run(with_streams(server.port, args.calls, args.in_flight)))
+            for name, client in clients.items():
+                results[name].append(run(client(server.port, args.calls, args.in_flight)))
     finally:
         server.close()
     text = "\n".join(f"{name}: {statistics.median(v):.3f} ms CPU per call (repeats {', '.join(f'{x:.3f}' for x in v)})"
                      for name, v in results.items())
     print(text)
     if args.out:
-        args.out.write_text(f"# HTTP client floor ({time.strftime('%Y-%m-%d')})\n\n{text}\n")
+        args.out.write_text(f"# HTTP client floor ({time.strftime('%Y-%m-%d')}, {args.loop} event loop)\n\n{text}\n")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ def make_script(expected):
     return script
 
 
-@pytest.mark.parametrize(("executor", "http_client"), [("local", "aiohttp"), ("local", "httpx"), ("local", "direct"), ("ray", "aiohttp"), ("ray", "direct")])
+@pytest.mark.parametrize(("executor", "http_client"), [("local", "aiohttp"), ("local", "httpx"), ("local", "direct"), ("local", "lean"),
+                                                       ("ray", "aiohttp"), ("ray", "direct")])
 def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_client, request):
     if executor == "ray":
         request.getfixturevalue("ray_session")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from masgrid.actors.backends.sampling import PaperSampling
 from masgrid.envs.tokens import check_spec
@@ -91,11 +91,12 @@ class BackendSettings(BaseModel):
     timeout_s: float = Field(120.0, gt=0, description="per-attempt timeout of one model call")
     max_retries: int = Field(2, ge=0, description="retries after the first attempt (the client backs off exponentially)")
     max_concurrency: int = Field(256, gt=0, description="model calls in flight per agent host")
-    http_client: Literal["aiohttp", "httpx", "direct"] = Field(
+    http_client: Literal["aiohttp", "httpx", "direct", "lean"] = Field(
         "aiohttp", description="HTTP client: the openai client on its aiohttp transport (its `aiohttp` extra; about "
-        "a third of the client CPU per call of httpx, see docs/serving.md), on its default httpx, or `direct`: "
+        "a third of the client CPU per call of httpx, see docs/serving.md), on its default httpx, `direct`: "
         "aiohttp without the openai client (same requests, retry policy and error records; about a quarter "
-        "of the CPU per call again)")
+        "of the CPU per call again), or `lean`: the same requests over a plain-HTTP/1.1 keep-alive client of "
+        "masgrid's own (http:// only; backends/lean_http.py)")
     keepalive_s: float | None = Field(
         None, gt=0, description="idle HTTP connections are dropped after this; keep it below the server's "
         "keep-alive so the client never reuses a connection the server is closing. Unset: 4 s for "
@@ -123,6 +124,13 @@ class BackendSettings(BaseModel):
     @classmethod
     def _tokenizer_spec(cls, value: str | None) -> str | None:
         return None if value is None else check_spec(value, allow_auto=False)
+
+    @model_validator(mode="after")
+    def _lean_speaks_plain_http(self) -> "BackendSettings":
+        if self.http_client == "lean" and self.base_url and not self.base_url.startswith("http://"):
+            raise ValueError(f"model.http_client=lean speaks plain http:// only, not {self.base_url}: use "
+                             "http_client=direct (aiohttp) for https")
+        return self
 
     @property
     def request_model(self) -> str:

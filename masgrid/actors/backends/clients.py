@@ -30,7 +30,8 @@ class ClientCache:
 
         # only the client libraries a run used are loaded; importing openai here would cost 1.4 s
         closable = tuple(getattr(sys.modules[name], cls) for name, cls in
-                         (("openai", "AsyncOpenAI"), ("aiohttp", "ClientSession")) if name in sys.modules)
+                         (("openai", "AsyncOpenAI"), ("aiohttp", "ClientSession"),
+                          ("masgrid.actors.backends.lean_http", "LeanSession")) if name in sys.modules)
         items, self._items = list(self._items.values()), {}
         for item in items:
             if closable and isinstance(item, closable):

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -29,28 +31,38 @@ from masgrid.actors.backends.retry import AttemptFailed, with_retries
 from masgrid.envs.tokens import TokenCounter
 
 class DirectChatBackend(ChatBackend):
-    """One agent's calls through the host's aiohttp session (owned by its ClientCache)."""
+    """One agent's calls through the host's aiohttp session (owned by its ClientCache), or
+    its lean session (`model.http_client=lean`, backends/lean_http.py): the same request
+    bytes, reply handling, error records and retries either way."""
 
-    def __init__(self, settings: BackendSettings, count: TokenCounter, client: aiohttp.ClientSession) -> None:
+    def __init__(self, settings: BackendSettings, count: TokenCounter, client: Any) -> None:
         self.settings = settings
         self.count = count
-        self.client = client
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
         self.headers = {"Authorization": f"Bearer {api_key(settings)}", "Content-Type": "application/json"}
+        if isinstance(client, aiohttp.ClientSession):
+            self.post = partial(_aiohttp_post, client, self.url, self.headers)
+        else:  # a LeanSession: the request head is built once per agent
+            self.post = partial(client.post, client.request_head(urlsplit(self.url).path, self.headers))
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
         # the same body as the SDK path, its messages encoded once per history (backends/history.py)
         payload = encode_request(request_body(self.settings, messages, tools), messages)
 
         async def attempt(attempts: int, start: float) -> Completion:
-            async with self.client.post(self.url, data=payload, headers=self.headers) as response:
-                raw = await response.read()
-                if response.status == 200:
-                    return completion_from_reply(_decode(raw), messages, self.count, time.perf_counter() - start,
-                                                 attempts, tools)
-                raise AttemptFailed(http_failure(response.status, raw[:4096]), response.headers.get("Retry-After"))
+            status, raw, retry_after = await self.post(payload)
+            if status == 200:
+                return completion_from_reply(_decode(raw), messages, self.count, time.perf_counter() - start,
+                                             attempts, tools)
+            raise AttemptFailed(http_failure(status, raw[:4096]), retry_after)
 
         return await with_retries(self.settings, attempt, failed_call)
+
+
+async def _aiohttp_post(session: aiohttp.ClientSession, url: str, headers: dict[str, str],
+                        payload: bytes) -> tuple[int, bytes, str | None]:
+    async with session.post(url, data=payload, headers=headers) as response:
+        return response.status, await response.read(), response.headers.get("Retry-After")
 
 
 def _decode(raw: bytes) -> Any:
@@ -68,6 +80,12 @@ def make_session(settings: BackendSettings) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=connector)
 
 
-def shared_session(clients: ClientCache, settings: BackendSettings) -> aiohttp.ClientSession:
-    key = ("direct", settings.base_url, settings.max_concurrency, settings.keepalive_s)
+def shared_session(clients: ClientCache, settings: BackendSettings) -> Any:
+    """The host's session for these settings (aiohttp for `direct`, LeanSession for `lean`)."""
+    key = (settings.http_client, settings.base_url, settings.max_concurrency, settings.keepalive_s)
+    if settings.http_client == "lean":
+        from masgrid.actors.backends.lean_http import LeanSession
+
+        return clients.get(key, lambda: LeanSession(settings.base_url or "", settings.max_concurrency,
+                                                    settings.keepalive_s or KEEPALIVE_S))
     return clients.get(key, lambda: make_session(settings))

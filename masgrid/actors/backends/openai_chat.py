@@ -196,7 +196,7 @@ def http_backend(settings: BackendSettings, count: TokenCounter, clients: Client
     if not settings.base_url:
         raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
     pool = pool_settings or settings
-    if settings.http_client == "direct":
+    if settings.http_client in ("direct", "lean"):
         from masgrid.actors.backends.direct_http import DirectChatBackend, shared_session
 
         return DirectChatBackend(settings, count, shared_session(clients, pool))
