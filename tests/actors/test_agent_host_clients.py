@@ -26,7 +26,7 @@ def spec(base_url: str, pooled: bool, http_client: str = "aiohttp") -> HostSpec:
 
 
 def closed(client) -> bool:
-    """An openai client (is_closed()) or, for http_client=direct, an aiohttp session (.closed)."""
+    """An openai client (is_closed()) or, for http_client=direct/lean, an aiohttp or lean session (.closed)."""
     return client.is_closed() if hasattr(client, "is_closed") else client.closed
 
 
@@ -39,7 +39,7 @@ async def one_run(host: AgentHost, host_spec: HostSpec) -> dict:
     return {"client": client, "completions": out}
 
 
-@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct"])
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct", "lean"])
 def test_pooled_host_reuses_its_client_and_a_per_run_host_closes_it(http_client):
     with ChatServer(lambda request: Reply("```\nreceive_messages\n```")) as server:
         async def scenario():
@@ -60,7 +60,7 @@ def test_pooled_host_reuses_its_client_and_a_per_run_host_closes_it(http_client)
         assert len(server.requests) == 6
 
 
-@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct"])
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx", "direct", "lean"])
 def test_a_reply_that_is_not_a_chat_completion_is_a_recorded_error(http_client):
     bodies = iter([{"choices": "nope"}, "plain text, not JSON", {"object": "chat.completion"},
                    {"choices": [{"message": {"content": None}}]}])

@@ -120,11 +120,11 @@ def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
     summaries: dict[str, Any] = {}
     original = launch.run_many
 
-    def run_many(todo: list[RunConfig], max_concurrent: int, on_done: Callable) -> list[Any]:
+    def run_many(todo: list[RunConfig], max_concurrent: int, on_done: Callable, **rest: Any) -> list[Any]:
         def keep(cfg: RunConfig, summary: Any) -> None:
             summaries[cfg.run_id] = summary
             on_done(cfg, summary)
-        return original(todo, max_concurrent=max_concurrent, on_done=keep)
+        return original(todo, max_concurrent=max_concurrent, on_done=keep, **rest)
 
     launch.run_many = run_many  # only to see each run's attempts; the run path is unchanged
     try:

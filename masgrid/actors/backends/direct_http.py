@@ -38,6 +38,7 @@ class DirectChatBackend(ChatBackend):
     def __init__(self, settings: BackendSettings, count: TokenCounter, client: Any) -> None:
         self.settings = settings
         self.count = count
+        self.client = client  # the host's session (its ClientCache closes it)
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
         self.headers = {"Authorization": f"Bearer {api_key(settings)}", "Content-Type": "application/json"}
         if isinstance(client, aiohttp.ClientSession):
