@@ -32,6 +32,7 @@ from masgrid.actors.backends.openai_chat import http_backend
 from masgrid.analysis import cooper_comm_judge as cj
 from masgrid.envs.tokens import get_counter
 from masgrid.platform.judge import judge_parser, judge_settings
+from masgrid.platform.recorder import write_table_atomic
 
 OUT = "cooper_judgments"
 COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -55,11 +56,8 @@ def _done(path: Path) -> bool:
 
 
 def _write(out_dir: Path, row: dict[str, Any]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{name: row.get(name) for name, _ in COLUMNS}], schema=SCHEMA)
-    tmp = out_dir / f".part-{row['judgment_id']}.parquet.tmp"
-    pq.write_table(table, tmp)
-    tmp.replace(out_dir / f"part-{row['judgment_id']}.parquet")
+    """One verdict's file, written as the recorder writes its tables (atomic, model text made storable)."""
+    write_table_atomic(out_dir / f"part-{row['judgment_id']}.parquet", [row], SCHEMA)
 
 
 class JudgeSummary(BaseModel):

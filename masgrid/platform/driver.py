@@ -550,7 +550,6 @@ class RunDriver:
         if request is None:
             return task.score(instance, submissions), {}
         from masgrid.actors.backends import host_clients, make_backend
-        from masgrid.envs.tokens import get_counter
         from masgrid.platform.scoring_model import run_with_ask, scoring_settings
 
         kind, settings = scoring_settings(request, cfg.backend, cfg.model)

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from masgrid.envs.tasks.simas import judging
 from masgrid.platform.judge_pairs import Pair
+from masgrid.platform.recorder import write_table_atomic
 
 JUDGMENT_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("pair_id", pa.string()), ("order", pa.string()), ("status", pa.string()), ("error", pa.string()),
@@ -70,11 +71,8 @@ def rows_for(pair: Pair, pid: str, judge_model: str, prompt: str, results: dict[
 
 
 def write_part(out_dir: Path, pid: str, rows: list[dict[str, Any]]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([{name: row.get(name) for name, _ in JUDGMENT_COLUMNS} for row in rows], schema=SCHEMA)
-    tmp = out_dir / f".part-{pid}.parquet.tmp"
-    pq.write_table(table, tmp)
-    tmp.replace(out_dir / f"part-{pid}.parquet")
+    """One pair's file, written as the recorder writes its tables (atomic, model text made storable)."""
+    write_table_atomic(out_dir / f"part-{pid}.parquet", rows, SCHEMA)
 
 
 def is_done(path: Path) -> bool:

@@ -129,9 +129,14 @@ def _invented(request: dict) -> Reply:
     return verdict("C3a", [texts[0][:25], "I already deleted the whole module"])
 
 
+def _lone_surrogate(request: dict) -> Reply:
+    return Reply(text="Repetition \ud800 everywhere: C4a.")  # sent as the JSON escape, read back unpaired
+
+
 HOSTILE: dict[str, tuple[Callable[[dict], Reply], str]] = {
     "not_json": (_not_json, "not JSON"), "unknown_category": (_unknown, "unknown category 'C5'"),
     "one_quote": (_one_quote, "1 distinct quote(s)"), "invented_quote": (_invented, "quote not found verbatim"),
+    "lone_surrogate": (_lone_surrogate, "not JSON"),  # text Arrow cannot store as it is: kept, escaped
 }
 
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import pytest
@@ -69,12 +70,12 @@ def test_sweep_killed_midway_resumes_to_exactly_one_row_per_grid_point(tmp_path,
         _kill_resume_report(tmp_path, ray_session, lambda results: _command(results, server.base_url, warm))
 
 
-def _kill_resume_report(tmp_path: Path, ray_session, _command) -> None:
+def _kill_resume_report(tmp_path: Path, ray_session, command: Callable[[Path], list[str]]) -> None:
     address = ray_session.get_runtime_context().gcs_address
     results = tmp_path / "results"
     n_grid = len(list(itertools.product(*GRID.values())))
     log = (tmp_path / "first.log").open("w")
-    proc = subprocess.Popen(_command(results), cwd=tmp_path, env=_env(address), stdout=log, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(command(results), cwd=tmp_path, env=_env(address), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
         kill_when(proc, lambda: len(_complete(results)) >= 2, tmp_path / "first.log", 300, "the sweep made no progress")
@@ -86,7 +87,7 @@ def _kill_resume_report(tmp_path: Path, ray_session, _command) -> None:
     before = _complete(results)
     assert 2 <= len(before) < n_grid, "the kill should land midway through the grid"
 
-    second = subprocess.run(_command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True,
+    second = subprocess.run(command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True,
                             timeout=600, start_new_session=True)
     out = second.stdout + second.stderr
     assert second.returncode == 0, out
@@ -113,7 +114,7 @@ def _kill_resume_report(tmp_path: Path, ray_session, _command) -> None:
     assert len(agents) == runs["agents"].sum() and not agents.duplicated(["run_id", "agent"]).any()
 
     # a third invocation has nothing left to do and does not even connect to Ray
-    third = subprocess.run(_command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True, timeout=120)
+    third = subprocess.run(command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True, timeout=120)
     assert third.returncode == 0 and f"{n_grid} already complete" in third.stdout
     assert "Connecting to existing Ray cluster" not in third.stdout + third.stderr
 
