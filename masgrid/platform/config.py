@@ -211,6 +211,14 @@ class RunConfig(BaseModel):
         return fingerprint(get_task(self.task), self.agents, self.k, self.mode, self.seed, self.protocol,
                            self.condition, self.generation_kwargs())
 
+    def first_messages(self) -> list[dict[str, str]]:
+        """The run's longest first prompt (system message and opening), as an agent receives it."""
+        from masgrid.envs.tasks.fingerprint import first_messages
+
+        task = get_task(self.task)
+        instance = task.generate(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        return first_messages(task, instance, self.protocol, self.condition)
+
     @property
     def prompt_hash(self) -> str:
         return self.identity()["prompt_hash"]

@@ -69,6 +69,8 @@ class AgentStats:
     rounds: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
+    calls_cache_reported: int = 0  # successful calls whose server reported cached tokens
     tokens_comm: int = 0
     messages_sent: int = 0
     messages_received: int = 0
@@ -216,14 +218,17 @@ class RunLog:
         self._event(phase=phase, round=round_no, agent=agent, kind="model_call", verb=None, role="assistant",
                     text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
-                    usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
-                    call_started=_when(c.started_at), messages_sent=0,
+                    tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
+                    attempts=c.attempts, call_started=_when(c.started_at), messages_sent=0,
                     tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
     def _count_call(self, st: AgentStats, c: Completion) -> None:
         st.model_calls += 1
         st.tokens_in += c.tokens_in
         st.tokens_out += c.tokens_out
+        if c.tokens_cached is not None:
+            st.tokens_cached += c.tokens_cached
+            st.calls_cache_reported += 1
         if c.error is not None:
             st.model_errors += 1
             self.error_classes[c.error_class or "backend_error"] += 1
@@ -510,6 +515,8 @@ class RunDriver:
             "failed_parses": sum(s.failed_parses for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
             "agents_stopped": sum(s.stopped is not None for s in stats),
+            "context_overflows": log.error_classes.get("context_length", 0),
+            **cache_metrics(stats),
             "calls_usage_estimated": log.usage_estimated,
             "command_errors": sum(s.command_errors for s in stats),
             "stacked_blocks": sum(s.stacked_blocks for s in stats),
@@ -534,7 +541,7 @@ class RunDriver:
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
                 "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
-                "system_prompt": first_prompts[i], **stats[i].__dict__, **cfg.labels(),
+                "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **cfg.labels(),
             }
             for i in range(cfg.agents)
         ]
@@ -617,3 +624,24 @@ def text_sha256(text: str) -> str:
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+def _agent_counters(st: AgentStats) -> dict[str, Any]:
+    """An agent's counters as its row holds them: cached tokens null when no call reported any."""
+    row = {k: v for k, v in st.__dict__.items() if k != "calls_cache_reported"}
+    row["tokens_cached"] = st.tokens_cached if st.calls_cache_reported else None
+    return row
+
+
+def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:
+    """Prefix-cache figures of a run: cached prompt tokens, and their share of the prompt
+    tokens of the calls whose server reported them (null when no call reported any: a server
+    without prompt-token details, or a scripted run)."""
+    reported = sum(s.calls_cache_reported for s in stats)
+    if not reported:
+        return {"tokens_cached": None, "cache_hit_rate": None, "calls_cache_reported": 0}
+    cached = sum(s.tokens_cached for s in stats)
+    prompt = sum(s.tokens_in for s in stats)
+    return {"tokens_cached": cached, "cache_hit_rate": cached / prompt if prompt else None,
+            "calls_cache_reported": reported}
+

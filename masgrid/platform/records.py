@@ -84,6 +84,15 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
                          "validity.max_model_error_rate the run is invalid"),
     "agents_stopped": (pa.int64(), "agents no longer called because the server refused a call for good "
                        "(a 4xx such as context length exceeded)"),
+    "context_overflows": (pa.int64(), "model calls refused because the prompt (or prompt + max_tokens) did not fit "
+                          "the model's context (error class context_length): each stops its agent, as the model's "
+                          "own limit; they count towards no failure rate (docs/results.md, Run status)"),
+    "tokens_cached": (pa.int64(), "prompt tokens the server answered from its prefix cache (usage.prompt_tokens_"
+                      "details.cached_tokens), summed over the calls that reported it; null when none did"),
+    "cache_hit_rate": (pa.float64(), "tokens_cached / tokens_in: share of prompt tokens served from the prefix "
+                       "cache; null when no call reported cached tokens"),
+    "calls_cache_reported": (pa.int64(), "successful model calls whose server reported cached tokens (if fewer "
+                             "than model_calls - model_errors, cache_hit_rate understates the cache)"),
     "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
                               "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
@@ -218,6 +227,8 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "rounds": (pa.int64(), "rounds (model calls)", "rounds in which this agent was called, all phases (a retry is not a round)"),
     "tokens_in": (pa.int64(), "tokens", "prompt tokens of this agent's model calls, retries included"),
     "tokens_out": (pa.int64(), "tokens", "completion tokens of this agent's model calls, retries included"),
+    "tokens_cached": (pa.int64(), "tokens", "prompt tokens of this agent's calls the server took from its prefix "
+                                            "cache; null when no call of it reported any"),
     "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies "
                     "(CooperBench: its send_message calls and their results, and the teammate messages delivered to it)"),
     "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
@@ -294,6 +305,8 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
     "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
     "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
+    "tokens_cached": (pa.int64(), "tokens", "model_call: prompt tokens the server took from its prefix cache "
+                                            "(usage.prompt_tokens_details.cached_tokens); null: not reported"),
     "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); CooperBench "
                     "action and tool_result of a send_message, delivery: tokens of the call, its result, the delivered "
                     "message; 0 on other events"),

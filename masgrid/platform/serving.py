@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -75,11 +76,15 @@ def serve_command(args: list[str]) -> int:
         if parse_serving(settings.serving).kind == "vllm":  # fail before Ray starts
             serve_llm()
             parse_serving(settings.serving).check_weights()
+        from masgrid.platform.cluster import ClusterError, running_head, up
         from masgrid.platform.launch import ensure_ray
 
+        if ns.address is None and not os.environ.get("RAY_ADDRESS") and running_head() is None:
+            # the app must outlive this command: serve it from a head that `masgrid down` stops
+            print(f"masgrid serve: {up()}", file=sys.stderr)
         ensure_ray(ns.address)
         spec = deploy(settings, ns.http_host)
-    except (ServingError, ServingUnavailable, ValidationError) as exc:
+    except (ServingError, ServingUnavailable, ValidationError, ClusterError) as exc:
         print(f"masgrid serve: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - Hydra composition errors (unknown preset, bad override)

@@ -20,6 +20,7 @@ import json
 from collections import Counter
 from typing import Literal
 
+from masgrid.actors.backends.errors import AGENT_LIMIT_CLASSES
 from masgrid.platform.config import ValiditySettings
 
 #: statuses whose metrics the tables use by default
@@ -27,13 +28,16 @@ USABLE = ("ok", "degraded")
 
 
 def judge(model_calls: int, error_classes: Counter[str], settings: ValiditySettings) -> tuple[str, str | None]:
-    """(status, error line) for a completed run."""
-    errors = sum(error_classes.values())
+    """(status, error line) for a completed run. A call refused because the agent's history
+    outgrew the model's context (`context_length`) is the model's limit, not a platform
+    failure: the agent stopped there, the run measured the model as it is, and it counts
+    towards no failure rate (its count stays in model_error_classes and context_overflows)."""
+    errors = sum(n for cls, n in error_classes.items() if cls not in AGENT_LIMIT_CLASSES)
     if not errors:
         return "ok", None
     rate = errors / model_calls if model_calls else 1.0
     status = "invalid" if rate > settings.max_model_error_rate else "degraded"
-    causes = ", ".join(f"{cls} x{n}" for cls, n in error_classes.most_common())
+    causes = ", ".join(f"{cls} x{n}" for cls, n in error_classes.most_common() if cls not in AGENT_LIMIT_CLASSES)
     limit = f"above the {settings.max_model_error_rate:g} limit" if status == "invalid" else "within the limit"
     return status, f"{status}: {errors} of {model_calls} model calls failed ({rate:.1%}, {limit}): {causes}"
 

@@ -37,6 +37,9 @@ class Completion(BaseModel):
     final: bool = False
     tokens_in: int = 0
     tokens_out: int = 0
+    #: prompt tokens the server answered from its prefix cache (usage.prompt_tokens_details.
+    #: cached_tokens, vLLM with --enable-prompt-tokens-details); None: the server did not say
+    tokens_cached: int | None = None
     #: server: the reply's usage fields; estimate: counted here (the server sent none);
     #: invalid: counted here because the server's usage was not a count (negative, huge,
     #: not an integer); none: no tokens (a failed call adds nothing to any token count)

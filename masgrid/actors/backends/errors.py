@@ -10,7 +10,8 @@ Every backend (openai client, direct aiohttp, Serve handle) reports a failed cal
 | `connection_error` | the connection broke (reset, closed mid-reply, other transport errors) |
 | `timeout` | an attempt outlived `model.timeout_s` |
 | `http_429` | rate limited |
-| `http_4xx` | the server refused the request (e.g. context length exceeded, model not found) |
+| `context_length` | the prompt (or prompt + `max_tokens`) does not fit the model's context: HTTP 400 with vLLM's own words, bare or wrapped by Ray Serve LLM; final, the agent stops |
+| `http_4xx` | the server refused the request otherwise (e.g. model not found) |
 | `http_5xx` | the server failed |
 | `malformed_response` | HTTP 200 but not a usable chat completion (bad JSON, no choices, null content) |
 | `backend_error` | anything else raised while calling (a bug or an unexpected library error) |
@@ -25,17 +26,29 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import re
 import socket
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-ErrorClass = Literal["connection_refused", "unreachable", "connection_error", "timeout", "http_429", "http_4xx",
-                     "http_5xx", "malformed_response", "backend_error"]
+ErrorClass = Literal["connection_refused", "unreachable", "connection_error", "timeout", "http_429",
+                     "context_length", "http_4xx", "http_5xx", "malformed_response", "backend_error"]
 ERROR_CLASSES: tuple[str, ...] = ErrorClass.__args__  # type: ignore[attr-defined]
 
 #: 4xx statuses that a client retries (request timeout, conflict, rate limit): not final
 RETRYABLE_4XX = frozenset({408, 409, 429})
+#: what vLLM says when a request cannot fit the context (its serving layer, 0.6 to 0.32):
+#: "This model's maximum context length is N tokens. However, your prompt contains ...",
+#: "max_tokens=M cannot be greater than max_model_len=N", "... longer than the maximum model
+#: length"; Ray Serve LLM wraps the same text in its own ("Message: ... Internal exception: ...")
+CONTEXT_PATTERNS = re.compile(
+    r"maximum context length|cannot be greater than max_model_len|longer than the maximum model length"
+    r"|exceeds the model'?s? (maximum )?context|context length exceeded|context_length_exceeded",
+    re.IGNORECASE)
+#: error classes that say what the model can do, not that the platform failed: an agent whose
+#: history outgrew the context stops, as it would with that model anywhere (validity.py)
+AGENT_LIMIT_CLASSES = frozenset({"context_length"})
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
 MESSAGE_CHARS = 300
 
@@ -51,7 +64,8 @@ class CallFailure(BaseModel):
     def final(self) -> bool:
         """A refusal that will not change on another try (e.g. the prompt exceeds the context):
         the agent is not called again in this phase."""
-        return self.error_class == "http_4xx" and self.http_status not in RETRYABLE_4XX
+        return (self.error_class == "context_length"
+                or self.error_class == "http_4xx" and self.http_status not in RETRYABLE_4XX)
 
     @property
     def error(self) -> str:
@@ -61,7 +75,23 @@ class CallFailure(BaseModel):
 def http_failure(status: int, body: Any) -> CallFailure:
     """An HTTP error status with the server's own message (OpenAI, vLLM and FastAPI shapes)."""
     cls: ErrorClass = "http_429" if status == 429 else "http_5xx" if status >= 500 else "http_4xx"
-    return CallFailure(error_class=cls, message=f"http {status}: {server_message(body)}", http_status=status)
+    message = server_message(body)
+    if status == 400 and CONTEXT_PATTERNS.search(message):
+        cls = "context_length"
+    return CallFailure(error_class=cls, message=f"http {status}: {message}", http_status=status)
+
+
+def error_reply(data: Any) -> CallFailure | None:
+    """An error object where a completion was expected (a Serve handle returns vLLM's
+    ErrorResponse instead of raising): {"code": 400, "message"} or {"error": {"code", "message"}}.
+    None when `data` is not one."""
+    if not isinstance(data, dict) or "choices" in data:
+        return None
+    inner = data.get("error") if isinstance(data.get("error"), dict) else data
+    code = inner.get("code")
+    if isinstance(code, int) and code >= 400:
+        return http_failure(code, {"error": inner})
+    return None
 
 
 def server_message(body: Any) -> str:

@@ -55,6 +55,14 @@ class ReplyUsage(BaseModel):
     completion_tokens: int = Field(ge=0, le=MAX_USAGE_TOKENS)
 
 
+def cached_tokens(raw: Any, prompt: int) -> int | None:
+    """usage.prompt_tokens_details.cached_tokens when it is a count within the prompt, else None
+    (not reported, or not believable: it is never guessed)."""
+    details = raw.get("prompt_tokens_details") if isinstance(raw, dict) else None
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return value if type(value) is int and 0 <= value <= prompt else None
+
+
 class ChatReply(BaseModel):
     """The fields masgrid reads from a chat-completions response (the rest is ignored)."""
 
@@ -92,11 +100,14 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
         calls = [c.model_copy(update={"name": clean_text(c.name), "raw_arguments": clean_text(c.raw_arguments)})
                  for c in calls]
     usage, source = _usage(reply.usage)
+    cached = None
     if usage is not None:
         tin, tout = usage.prompt_tokens, usage.completion_tokens
+        cached = cached_tokens(reply.usage, tin)
     else:
         tin, tout = prompt_tokens(messages, tools, count), count(with_calls(text, calls) or "")
-    return Completion(text=text, tool_calls=calls, tokens_in=tin, tokens_out=tout, usage_source=source,
+    return Completion(text=text, tool_calls=calls, tokens_in=tin, tokens_out=tout, tokens_cached=cached,
+                      usage_source=source,
                       latency_s=latency_s, attempts=attempts, finish_reason=choice.finish_reason)
 
 

@@ -81,8 +81,9 @@ def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
         return cls.bind(spec.standin.model_dump(), settings.request_model)
     LLMConfig, build_openai_app = serve_llm()
     spec.check_weights()
-    config = LLMConfig(**spec.llm_config_dict(settings.request_model))
-    return build_openai_app({"llm_configs": [config]})
+    args = spec.openai_app_args(settings.request_model)
+    args["llm_configs"] = [LLMConfig(**config) for config in args["llm_configs"]]
+    return build_openai_app(args)
 
 
 def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSpec:
@@ -115,7 +116,7 @@ def describe(settings: BackendSettings, check_paths: bool = False) -> dict[str, 
         return out
     weights_ok = True
     try:
-        spec.check_weights()
+        spec.check_weights(build=False)
     except ServingError:
         if check_paths:
             raise

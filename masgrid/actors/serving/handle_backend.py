@@ -20,7 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
-from masgrid.actors.backends.errors import CallFailure, classify_exception, http_failure, malformed
+from masgrid.actors.backends.errors import CallFailure, classify_exception, error_reply, malformed
 from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
@@ -78,10 +78,9 @@ class HandleChatBackend(ChatBackend):
         if isinstance(item, list):
             item = item[0]
         data = item.model_dump() if hasattr(item, "model_dump") else item
-        if "choices" not in data:  # vLLM's ErrorResponse carries the HTTP status it would have sent
-            code = data.get("code") if isinstance(data, dict) else None
-            failure = http_failure(code, data) if isinstance(code, int) and code >= 400 else malformed(str(data))
-            raise Refused(failure)
+        if not isinstance(data, dict) or "choices" not in data:
+            # vLLM's ErrorResponse (bare or under "error") carries the HTTP status it would have sent
+            raise Refused(error_reply(data) or malformed(str(data)))
         return data
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:

@@ -104,10 +104,21 @@ class StandinSpec(_Strict):
     hang_s: float = Field(3600.0, gt=0)
 
 
+class TinyBuild(_Strict):
+    """`model.serving.tiny`: build the tiny random model into `model_path` when it is missing."""
+
+    seed: int = 0
+
+
 class ServingSpec(_Strict):
     """`model.serving`: how the model is deployed on Ray Serve and how agents reach it."""
 
     kind: Literal["standin", "vllm"] = "standin"
+    accelerator: Literal["gpu", "cpu"] = Field(
+        "gpu", description="gpu: engine workers take one GPU each; cpu: vLLM's CPU build, workers take "
+        "`cpus_per_worker` CPUs and one core each for their threads (docs/serving.md)")
+    kv_cache_gib: float = Field(1.0, gt=0, description="cpu only: KV-cache memory per engine (VLLM_CPU_KVCACHE_SPACE)")
+    tiny: TinyBuild | None = Field(None, description="build the tiny random model at model_path if it is missing")
     route: Literal["handle", "http"] = Field("handle", description="DeploymentHandle (no HTTP hop) or the OpenAI route")
     app: str = Field("masgrid-llm", description="Serve application name")
     route_prefix: str = Field("/llm", description="HTTP prefix; the OpenAI API is at <prefix>/v1")
@@ -124,6 +135,8 @@ class ServingSpec(_Strict):
     accelerator_type: str | None = None
     placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
     cpus_per_worker: float = Field(1.0, ge=0)
+    ingress_cpus: float | None = Field(None, ge=0, description="Ray CPUs of the OpenAI ingress replica "
+                                       "(null: Serve LLM's default, 1)")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     architecture: Architecture | None = None
     runtime_env: dict[str, Any] = Field(default_factory=dict)
@@ -151,6 +164,10 @@ class ServingSpec(_Strict):
         if self.layout is not None and self.layout not in self.layouts:
             raise ValueError(f"layout: {self.layout!r} is not one of {sorted(self.layouts)}")
         par, cl = self.parallelism, self.cluster
+        if self.accelerator == "cpu":
+            if self.accelerator_type:
+                raise ValueError("accelerator_type: names a GPU type; a cpu deployment takes none")
+            return
         if self.max_replicas * par.gpus > cl.gpus:
             raise ValueError(f"layout: {self.max_replicas} replica(s) x TP {par.tensor_parallel_size} x PP "
                              f"{par.pipeline_parallel_size} need {self.max_replicas * par.gpus} GPUs, the cluster "
@@ -184,11 +201,16 @@ class ServingSpec(_Strict):
     def max_replicas(self) -> int:
         return self.autoscaling.max_replicas if self.autoscaling else self.replicas
 
-    def check_weights(self) -> None:
-        """The weights directory must exist here (shared filesystem) with a config.json."""
+    def check_weights(self, build: bool = True) -> None:
+        """The weights directory must exist here (shared filesystem) with a config.json;
+        a preset with `tiny` builds the tiny model there first when it is missing."""
         if self.kind != "vllm":
             return
         path = Path(self.model_path or "")
+        if build and self.tiny is not None and not (path / "config.json").exists():
+            from masgrid.actors.serving.tiny_model import TinySpec, build_tiny_model
+
+            build_tiny_model(path, TinySpec(seed=self.tiny.seed))
         if not (path / "config.json").is_file():
             raise ServingError(f"model.serving.model_path: no model at {path} (expected a directory with config.json); "
                                "set MASGRID_MODELS or model.serving.model_path to the local weights")
@@ -211,10 +233,12 @@ class ServingSpec(_Strict):
             "tensor_parallel_size": par.tensor_parallel_size,
             "pipeline_parallel_size": par.pipeline_parallel_size,
             "max_model_len": e.max_model_len,
-            "gpu_memory_utilization": e.gpu_memory_utilization,
             "enable_prefix_caching": e.enable_prefix_caching,
-            "distributed_executor_backend": "ray",
+            # cpu: vLLM's own worker processes (gloo), one core each; gpu: Ray workers in the placement group
+            "distributed_executor_backend": "mp" if self.accelerator == "cpu" else "ray",
         }
+        if self.accelerator == "gpu":
+            out["gpu_memory_utilization"] = e.gpu_memory_utilization
         for key in ("dtype", "kv_cache_dtype", "chat_template", "reasoning_parser"):
             if getattr(e, key) is not None:
                 out[key] = getattr(e, key)
@@ -228,6 +252,8 @@ class ServingSpec(_Strict):
     def placement_group_config(self) -> dict[str, Any]:
         """One bundle per engine worker; an accelerator Ray has no enum value for (GH200)
         is pinned through the `accelerator_type:<name>` resource Ray gives such nodes."""
+        if self.accelerator == "cpu":
+            return {"bundle_per_worker": {"CPU": self.cpus_per_worker}, "strategy": self.placement_strategy}
         bundle: dict[str, float] = {"GPU": 1, "CPU": self.cpus_per_worker}
         if self.accelerator_type and not _ray_knows_accelerator(self.accelerator_type):
             bundle[f"accelerator_type:{self.accelerator_type}"] = 0.001
@@ -243,8 +269,30 @@ class ServingSpec(_Strict):
         }
         if self.accelerator_type and _ray_knows_accelerator(self.accelerator_type):
             out["accelerator_type"] = self.accelerator_type
-        if self.runtime_env:
-            out["runtime_env"] = dict(self.runtime_env)
+        runtime_env = dict(self.runtime_env)
+        if self.accelerator == "cpu":
+            out["accelerator_config"] = {"kind": "cpu"}
+            runtime_env["env_vars"] = {**self.cpu_env(), **runtime_env.get("env_vars", {})}
+        if runtime_env:
+            out["runtime_env"] = runtime_env
+        return out
+
+    def cpu_env(self) -> dict[str, str]:
+        """Environment of a CPU engine: its KV-cache size, no hub or usage-stats traffic, and
+        one core per tensor-parallel rank (without an explicit binding vLLM looks for one NUMA
+        node per rank and refuses TP=2 on a 2-core machine)."""
+        tp = self.parallelism.tensor_parallel_size
+        env = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}",
+               "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
+        if tp > 1:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(rank) for rank in range(tp))
+        return env
+
+    def openai_app_args(self, model_id: str) -> dict[str, Any]:
+        """The builder arguments of `ray.serve.llm.build_openai_app`, LLMConfig as a mapping."""
+        out: dict[str, Any] = {"llm_configs": [self.llm_config_dict(model_id)]}
+        if self.ingress_cpus is not None:
+            out["ingress_deployment_config"] = {"ray_actor_options": {"num_cpus": self.ingress_cpus}}
         return out
 
     def llm_deployment_name(self, model_id: str) -> str:

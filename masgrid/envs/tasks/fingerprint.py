@@ -39,6 +39,23 @@ def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) 
     yield from PROTOCOLS[protocol].fixed_texts()
 
 
+def first_messages(task: Task, instance: Instance, protocol: str, condition: str) -> list[dict[str, str]]:
+    """The messages of the run's first model call with the longest opening: an agent's
+    phase-1 system prompt and the protocol's opening user messages (preflight's probe)."""
+    substrate = make_protocol(protocol, instance.n_agents, lambda agent, raw: raw,
+                              task.protocol_options(protocol, condition))
+    substrate.attach(instance)
+    opening = substrate.opening()
+    best: list[dict[str, str]] = []
+    for agent in range(instance.n_agents):
+        system = task.build_prompt(task.view(instance, agent, phase=1, previous=None), protocol, condition)
+        messages = [{"role": "system", "content": system}]
+        messages += [{"role": "user", "content": text} for text in opening.get(agent, [])]
+        if sum(len(m["content"]) for m in messages) > sum(len(m["content"]) for m in best):
+            best = messages
+    return best
+
+
 def prompt_hash(task: Task, instance: Instance, protocol: str, condition: str) -> str:
     """First 16 hex digits of SHA-256 over the texts, each length-prefixed (no ambiguity)."""
     digest = hashlib.sha256()

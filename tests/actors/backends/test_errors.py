@@ -58,7 +58,7 @@ CONTEXT = ("This model's maximum context length is 4096 tokens. However, you req
 
 @pytest.mark.parametrize("client", CLIENTS)
 @pytest.mark.parametrize(("status", "body", "cls", "final", "words"), [
-    (400, {"object": "error", "message": CONTEXT, "type": "BadRequestError", "code": 400}, "http_4xx", True,
+    (400, {"object": "error", "message": CONTEXT, "type": "BadRequestError", "code": 400}, "context_length", True,
      "maximum context length"),
     (404, {"error": {"message": "The model `nope` does not exist.", "type": "NotFoundError"}}, "http_4xx", True,
      "does not exist"),
