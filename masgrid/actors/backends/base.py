@@ -119,6 +119,10 @@ class BackendSettings(BaseModel):
         "the reply's `tool_calls` (the server must parse tool calls, e.g. vLLM with a tool-call parser); "
         "`fenced` describes them in the system prompt and reads ```tool blocks from the reply text, for servers "
         "without tool parsing (backends/tool_calls.py). The scripted backend ignores it")
+    tool_constraint: Literal["none", "regex"] = Field(
+        "none", description="regex: when tools are offered, the engine's structured outputs force the reply to be "
+        "one well-formed call in the hermes layout, which its tool parser reads (backends/constrained_tools.py); "
+        "for a model that cannot choose tools, e.g. the tiny random one. none: the model chooses")
     paper_sampling: PaperSampling | None = Field(
         None, description="what a paper's runs of this model used for sampling (backends/sampling.py, "
         "docs/models.md); recorded, never sent")

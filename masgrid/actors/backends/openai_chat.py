@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
+from masgrid.actors.backends.constrained_tools import constrain
 from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid.actors.backends.retry import AttemptFailed, with_retries
 from masgrid.actors.backends.tool_calls import MalformedToolCalls, prompt_tokens, read_tool_calls, turn_of
@@ -144,6 +145,8 @@ def request_body(settings: BackendSettings, messages: list[Message],
         if getattr(settings, key) is not None:
             body[key] = getattr(settings, key)
     body.update(settings.extra_body)
+    if settings.tool_constraint == "regex":
+        constrain(body, tools)
     return body
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid.actors.backends.constrained_tools import constrain
 from masgrid.actors.backends.errors import CallFailure, classify_exception, error_reply, malformed
 from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend
 from masgrid.actors.serving.deploy import http_base_url, target
@@ -53,6 +54,8 @@ class HandleChatBackend(ChatBackend):
         for key in ("temperature", "top_p", "max_tokens", "seed"):
             if getattr(s, key) is not None:
                 body[key] = getattr(s, key)
+        if s.tool_constraint == "regex":
+            constrain(body, tools)
         if self.tag is not None:
             body[AGENT_FIELD] = self.tag
             return body

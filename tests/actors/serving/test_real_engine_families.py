@@ -12,6 +12,7 @@ engine meanwhile.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -31,15 +32,17 @@ def model_block(engine, **extra) -> dict:
 def run_on_engine(engine, tmp_path, **data):
     data.setdefault("backend", "openai")
     data.setdefault("results_dir", str(tmp_path))
+    Path(data["results_dir"]).mkdir(parents=True, exist_ok=True)
     data["model"] = model_block(engine, **data.get("model", {}))
     cfg = RunConfig.from_mapping(data)
     before = engine.counters()
     preflight([cfg])  # as `masgrid run` does
     (summary,) = run_many([cfg])
     after = engine.counters()
-    runs = pd.read_parquet(tmp_path / "runs")
-    events = pd.read_parquet(tmp_path / "events")
-    probes = [json.loads(line) for line in (tmp_path / "preflight.jsonl").read_text().splitlines()]
+    results = Path(data["results_dir"])
+    runs = pd.read_parquet(results / "runs")
+    events = pd.read_parquet(results / "events")
+    probes = [json.loads(line) for line in (results / "preflight.jsonl").read_text().splitlines()]
     return summary, runs.iloc[-1], events, probes, before, after
 
 
@@ -130,4 +133,30 @@ def test_context_overflow_stops_the_agent_and_is_the_models_limit(vllm_engine, t
     assert run["rounds"] < 60
     agents = pd.read_parquet(tmp_path / "agents")
     assert agents["stopped"].str.contains("context_length").all()
+    assert_engine_counted(events, probes, before, after)
+
+
+def test_cooperbench_tool_calls_through_vllms_tool_parser(vllm_engine, tmp_path, ray_session):
+    """A random model cannot choose tools: the engine's structured outputs force one call in
+    the hermes layout and vLLM's own hermes parser returns it as `tool_calls`
+    (model.tool_constraint=regex); the run acts, is scored, and is counted exactly."""
+    from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
+    from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+
+    pool = write_synthetic_pool(tmp_path / "pool")
+    sandbox = "none" if sandbox_problem() else "bwrap"
+    summary, run, events, probes, before, after = run_on_engine(
+        vllm_engine, tmp_path, results_dir=str(tmp_path / "r"), task=f"cooper/{pool.pool}/{pool.task_id}", protocol="workspace",
+        model={"max_tokens": 120, "tool_constraint": "regex"},
+        cooper={"features": [1, 3], "data_dir": str(pool.data_dir), "repos_dir": str(pool.repos_dir),
+                "cache_dir": str(tmp_path / "cache"), "sandbox": sandbox, "max_actions": 4, "plan_actions": 2})
+    assert run["status"] == "ok", run["error"]
+    calls = events[events["kind"] == "model_call"]
+    assert calls["error"].isna().all()
+    with_calls = calls["tool_calls"].dropna()
+    assert len(with_calls) == len(calls)  # every reply was a parsed tool call, not text
+    ids = [c["id"] for raw in with_calls for c in json.loads(raw)["calls"]]
+    assert all(i.startswith("chatcmpl-tool-") for i in ids)  # ids vLLM's parser gave
+    assert (events["kind"] == "action").sum() == len(ids)
+    assert run["success"] == False  # noqa: E712 - noise implements no feature
     assert_engine_counted(events, probes, before, after)
