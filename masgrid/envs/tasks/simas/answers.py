@@ -11,7 +11,8 @@ The rule (docs/tasks/simas.md, "Parsing the final answer"):
    sentence (a line break, or ``.``, ``!``, ``?``, ``;`` followed by a space or the end):
    - a *final* statement: "final answer" (``Final answer: C``, ``**Final Answer:** B``,
      "my final answer is 17"); a marker alone on its line (a heading) reads the next line;
-   - an *explicit* statement: ``\\boxed{...}`` (its braces), "answer is / would be / should
+   - an *explicit* statement: ``\\boxed{...}`` (its braces; a box right after a marker is
+     read as that statement's answer), "answer is / would be / should
      be", "option is", "choice is", ``Answer:``, "I choose / pick / select / go with";
      an explicit statement whose sentence opens with "if", "suppose", "assuming",
      "unless", "had", "were" or "otherwise" (an aside such as "if g were 10 the answer is
@@ -44,7 +45,7 @@ returns the full reading without raising.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
@@ -66,7 +67,7 @@ class AnswerReading:
     #: which kind of statement decided
     source: Source | None = None
     #: the deciding statement's text after its marker, as read (cleaned), for the record
-    statement: str | None = field(default=None)
+    statement: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -181,8 +182,7 @@ def statements(text: str) -> list[_Statement]:
             continue  # the "answer:" of "final answer:"
         head = text[_sentence_start(text, m.start()):m.start()]
         kind: Source = "conditional" if _CONDITIONAL.match(head) else "explicit"
-        end = m.end() if m.group(0).strip().lower() != "answer" else m.end()
-        found.append(_Statement(m.start(), kind, _sentence_after(text, end)))
+        found.append(_Statement(m.start(), kind, _sentence_after(text, m.end())))
     for m in _BOXED.finditer(text):
         head = text[_sentence_start(text, m.start()):m.start()]
         kind = "conditional" if _CONDITIONAL.match(head) else "explicit"
@@ -271,9 +271,7 @@ def _integer_at(text: str, pos: int) -> tuple[_Item, int] | None:
     m = _EXPR.match(text, pos)
     if not m or not re.search(r"\d", m.group(0)):
         return None
-    expr = m.group(0)
-    # a trailing "." or "," belongs to the sentence, not the number
-    value, problem = _expression_value(expr)
+    value, problem = _expression_value(m.group(0))
     return _Item(value, problem, False), m.end()
 
 
@@ -281,6 +279,9 @@ def read_statement(content: str, kind: Literal["choice", "integer"]) -> list[_It
     """The answers a statement names, in order (step 4)."""
     items: list[_Item] = []
     pos = _FILLER.match(content, 0).end()  # type: ignore[union-attr]
+    boxed = _BOXED.match(content, pos)  # "Final answer: \boxed{17}" reads the box
+    if boxed:
+        pos = _FILLER.match(content, boxed.end()).end()  # type: ignore[union-attr]
     first = True
     while True:
         start = pos

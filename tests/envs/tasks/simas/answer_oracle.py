@@ -428,6 +428,8 @@ def read(content: list[tuple[str, str]], choice: bool) -> list[tuple[bool, tuple
     """[(negated, ('ok', value) | ('bad', None) | ('multi', None))]."""
     items: list[tuple[bool, tuple[str, object]]] = []
     i = _skip_filler(content, 0)
+    if i < len(content) and content[i][0] == "box":
+        i = _skip_filler(content, i + 1)
     first = True
     while True:
         save = i

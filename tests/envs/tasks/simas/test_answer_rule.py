@@ -89,6 +89,11 @@ CHOICE: list[tuple[str, object]] = [
     ("If I had to choose, the answer is C.", "C"),
     ("Assuming no friction, the answer is A. Final answer: D", "D"),
     ("\\boxed{A}\nFinal answer: C", "C"),
+    ("Final answer: \\boxed{B}\nI would also accept \\boxed{C}.", "B"),
+    ("- **Answer**: C", "C"),
+    ("The correct answer is: **B) 42 J**", "B"),
+    ("FINAL ANSWER: D", "D"),
+    ("Final Answer\n\nThe answer is C.", "C"),
     ("Final answer: C\nI would also accept \\boxed{B}.", "C"),
     ("The answer is B.\nAnswer: D", "D"),
     ("After discussing B at length, the correct answer is A.", "A"),
@@ -166,6 +171,8 @@ INTEGER: list[tuple[str, object]] = [
     ("The answer is 12. If the side were 5 the answer is 25.", 12),
     ("I thought the answer is 5.\n\\boxed{7}", 7),
     ("\\boxed{7}\nFinal answer: 9", 9),
+    ("Final answer: $\\boxed{204}$", 204),
+    ("Final answer: \\boxed{204}\nIf the radius were 3 the answer is \\boxed{99}.", 204),
     ("Final answer: 17 because 3 divides 51", 17),
     ("Final answer: 17 (mod 1000)", 17),
     ("The answer is 17 degrees.", 17),
@@ -231,10 +238,12 @@ SUFFIX = ["", "Thanks, everyone.", "That concludes the discussion.", "Hope this 
 CHOICE_FORMS = ["{x}", "({x})", "**{x}**", "`{x}`", "[{x}]", "<{x}>", "{x})", "$\\text{{{x}}}$", "({l})", "option {x}"]
 CHOICE_STATEMENTS = [
     "Final answer: {a}", "**Final Answer:** {a}", "The answer is {a}.", "The correct option is {a}.",
-    "\\boxed{{{a}}}", "Answer: {a}", "So the final answer is {a}.", "I choose {a}.",
+    "\\boxed{{{a}}}", "Answer: {a}", "So the final answer is {a}.", "I choose {a}.", "Final answer: \\boxed{{{a}}}",
+    "### Final Answer\n{a}",
 ]
 INT_FORMS = ["{v}", "**{v}**", "${v}$", "\\({v}\\)", "{comma}", "{space}", "{v}.0", "x = {v}"]
-INT_STATEMENTS = ["Final answer: {a}", "The answer is {a}.", "\\boxed{{{a}}}", "Answer: {a}", "**Final answer:** {a}"]
+INT_STATEMENTS = ["Final answer: {a}", "The answer is {a}.", "\\boxed{{{a}}}", "Answer: {a}", "**Final answer:** {a}",
+                  "Final answer: $\\boxed{{{a}}}$", "If the side were 3, the answer is {a}.", "## Answer\n{a}"]
 
 
 def _choice_form(rng: random.Random, letter: str) -> str:
