@@ -7,7 +7,9 @@ hands a message (`end_round` delivers exactly one, or none when the phase is ove
   (on its first turn) the question, then every reply it has not yet seen, attributed by
   name and in order. Its own earlier replies are already in its history. After round T
   the first agent gets everything since its last turn plus the request for the final
-  answer, which is parsed (`submitted` is the parsed answer, or `UNPARSABLE`);
+  answer, which is parsed (`submitted` is the parsed answer, or the `unparsable` marker with
+  the reason, also for a reply naming several answers; `final_submission`, which `masgrid
+  score` uses too);
 - profile phase (`simas.profiles=generate`, before the discussion): agent a_1 is asked for
   the n profiles once; a reply that fails the check gets one retry from the agent host
   (`reply_validator`), and if that fails too the pool's profiles are used with the flag
