@@ -171,7 +171,7 @@ def _sentence_start(text: str, pos: int) -> int:
     return best
 
 
-def statements(text: str) -> list[_Statement]:
+def _statements(text: str) -> list[_Statement]:
     """Every marker in order of position (step 2), with the text it introduces."""
     found: list[_Statement] = []
     finals = [(m.start(), m.end()) for m in _FINAL.finditer(text)]
@@ -224,7 +224,7 @@ def _letter_at(text: str, pos: int) -> tuple[str, int] | None:
     return letter, m.end()
 
 
-def number_value(raw: str) -> tuple[int | None, str | None]:
+def _number_value(raw: str) -> tuple[int | None, str | None]:
     """(the integer a number token stands for, or None and why not)."""
     token = raw.strip()
     if re.fullmatch(r"[-+]?\d{1,3}\.\d{3}", token):
@@ -243,12 +243,12 @@ def _expression_value(expr: str) -> tuple[int | None, str | None]:
     problems: list[str] = []
     for side in sides:
         if re.fullmatch(_NUMBER, side):
-            v, why = number_value(side)
+            v, why = _number_value(side)
         else:
             frac = re.fullmatch(r"(" + _NUMBER + r")\s*/\s*(" + _NUMBER + r")", side)
             if not frac:
                 continue
-            (num, p1), (den, p2) = number_value(frac.group(1)), number_value(frac.group(2))
+            (num, _), (den, _) = _number_value(frac.group(1)), _number_value(frac.group(2))
             if num is None or den is None or den == 0:
                 v, why = None, f"{side} is not a number"
             else:
@@ -275,66 +275,60 @@ def _integer_at(text: str, pos: int) -> tuple[_Item, int] | None:
     return _Item(value, problem, False), m.end()
 
 
-def read_statement(content: str, kind: Literal["choice", "integer"]) -> list[_Item]:
-    """The answers a statement names, in order (step 4)."""
+def _scan(content: str, pos: int, kind: Literal["choice", "integer"]) -> tuple[list[_Item], int]:
+    """Answers joined by separators from `pos` on, each possibly after "not"; (items, where reading stopped)."""
     items: list[_Item] = []
-    pos = _FILLER.match(content, 0).end()  # type: ignore[union-attr]
-    boxed = _BOXED.match(content, pos)  # "Final answer: \boxed{17}" reads the box
-    if boxed:
-        pos = _FILLER.match(content, boxed.end()).end()  # type: ignore[union-attr]
-    first = True
     while True:
         start = pos
-        if not first:
+        if items:
             sep = _SEPARATOR.match(content, pos)
             if not sep or sep.end() == pos:
-                break
+                return items, start
             pos = sep.end()
-        negated = False
         neg = _NOT.match(content, pos)
         if neg:
-            negated, pos = True, neg.end()
+            pos = neg.end()
         if kind == "choice":
-            got = _letter_at(content, pos)
-            if got is None:
-                pos = start
-                break
-            items.append(_Item(got[0], None, negated))
-            pos = got[1]
+            letter = _letter_at(content, pos)
+            if letter is None:
+                return items, start
+            item, pos = _Item(letter[0], None, neg is not None), letter[1]
         else:
-            got_int = _integer_at(content, pos)
-            if got_int is None:
-                pos = start
-                break
-            item, pos = got_int
-            items.append(_Item(item.value, item.problem, negated))
-        first = False
-    return items
+            number = _integer_at(content, pos)
+            if number is None:
+                return items, start
+            item, pos = _Item(number[0].value, number[0].problem, neg is not None), number[1]
+        items.append(item)
+
+
+def _read_statement(content: str, kind: Literal["choice", "integer"]) -> list[_Item]:
+    """The answers a statement names, in order (step 4): after filler, and a box right after the marker."""
+    pos = _FILLER.match(content, 0).end()  # type: ignore[union-attr]
+    boxed = _BOXED.match(content, pos)  # "Final answer: \\boxed{17}" reads the box
+    if boxed:
+        pos = _FILLER.match(content, boxed.end()).end()  # type: ignore[union-attr]
+    return _scan(content, pos, kind)[0]
 
 
 # -- 3 and 5. deciding --------------------------------------------------------------------------
 def _verdict(items: list[_Item], kind: str, n_choices: int | None, source: Source, statement: str) -> AnswerReading:
+    """Step 5: the outcome of the deciding statement's affirmed answers."""
     affirmed = [i for i in items if not i.negated]
-    distinct: list[str | int] = []
-    for n, item in enumerate(affirmed):
-        key: str | int = item.value if item.value is not None else f"?{n}{item.problem}"
-        if key not in distinct:
-            distinct.append(key)
+    values = list(dict.fromkeys(i.value for i in affirmed if i.value is not None))
+    problems = [i.problem for i in affirmed if i.value is None]
     shown = statement.strip()
-    if len(distinct) > 1:
-        names = ", ".join(str(d) if not str(d).startswith("?") else str(d).lstrip("?0123456789") for d in distinct)
+    if len(values) + len(problems) > 1:  # several answers, unless all are the same readable one
+        names = ", ".join([*map(str, values), *(str(p) for p in problems)])
         return AnswerReading(None, "ambiguous", f"the {source} statement names several answers ({names}): "
-                             f"{shown[:80]!r}", tuple(i.value for i in affirmed if i.value is not None), source, shown)
-    item = affirmed[0]
-    if item.value is None:
-        return AnswerReading(None, "unparsable", f"the {source} statement {shown[:80]!r}: {item.problem}", (),
+                             f"{shown[:80]!r}", tuple(values), source, shown)
+    if problems:
+        return AnswerReading(None, "unparsable", f"the {source} statement {shown[:80]!r}: {problems[0]}", (),
                              source, shown)
-    if kind == "choice":
-        letters = LETTERS[:n_choices]
-        if item.value not in letters:
-            return AnswerReading(None, "unparsable", f"the {source} statement names {item.value}, not one of "
-                                 f"{', '.join(letters)}", (), source, shown)
-    return AnswerReading(item.value, "ok", None, (), source, shown)
+    value = values[0]
+    if kind == "choice" and value not in LETTERS[:n_choices]:
+        return AnswerReading(None, "unparsable", f"the {source} statement names {value}, not one of "
+                             f"{', '.join(LETTERS[:n_choices])}", (), source, shown)
+    return AnswerReading(value, "ok", None, (), source, shown)
 
 
 def read_answer(text: str | None, n_choices: int | None) -> AnswerReading:
@@ -344,8 +338,8 @@ def read_answer(text: str | None, n_choices: int | None) -> AnswerReading:
         return AnswerReading(None, "unparsable", "empty answer")
     cleaned = clean(text)
     readable = []
-    for s in statements(cleaned):
-        items = read_statement(s.content, kind)
+    for s in _statements(cleaned):
+        items = _read_statement(s.content, kind)
         if any(not i.negated for i in items):
             readable.append((s, items))
     for tier in ("final", "explicit", "conditional"):
@@ -356,43 +350,17 @@ def read_answer(text: str | None, n_choices: int | None) -> AnswerReading:
     lines = [line.strip() for line in cleaned.splitlines() if line.strip()]
     if lines:
         last = lines[-1].rstrip(".").strip()
-        items = read_statement(last, kind)
-        if items and any(not i.negated for i in items) and _whole(last, kind):
+        items = _read_statement(last, kind)
+        if any(not i.negated for i in items) and _whole(last, kind):
             return _verdict(items, kind, n_choices, "bare", last)
     what = "option letter" if kind == "choice" else "integer"
     return AnswerReading(None, "unparsable", f"no {what} stated as the final answer")
 
 
 def _whole(line: str, kind: Literal["choice", "integer"]) -> bool:
-    """The line is nothing but answers (a bare final line), read by the same grammar."""
-    probe = line + "\x00"
-    items_end = _consumed(probe, kind)
-    return probe[items_end:] == "\x00"
-
-
-def _consumed(content: str, kind: Literal["choice", "integer"]) -> int:
-    pos, first = 0, True
-    while True:
-        start = pos
-        if not first:
-            sep = _SEPARATOR.match(content, pos)
-            if not sep or sep.end() == pos:
-                return start
-            pos = sep.end()
-        neg = _NOT.match(content, pos)
-        if neg:
-            pos = neg.end()
-        if kind == "choice":
-            got = _letter_at(content, pos)
-            if got is None:
-                return start
-            pos = got[1]
-        else:
-            got_int = _integer_at(content, pos)
-            if got_int is None:
-                return start
-            pos = got_int[1]
-        first = False
+    """The line is nothing but answers and their separators (a bare final line)."""
+    items, end = _scan(line, 0, kind)
+    return bool(items) and end == len(line)
 
 
 def parse_choice(text: str, n_choices: int) -> str:
