@@ -54,7 +54,7 @@ def _unwrap(text: str) -> str:
                 i = j
                 continue
             if name == "times":
-                out.append("×"), None
+                out.append("×")
                 i = j
                 continue
             if name == "cdot":
@@ -310,8 +310,9 @@ def _skip_filler(c: list[tuple[str, str]], i: int) -> int:
 def _letter(c: list[tuple[str, str]], i: int) -> tuple[str, int] | None:
     if i < len(c) and c[i][0] == "word" and c[i][1].lower() in ("option", "choice", "letter"):
         i += 1
-    if i + 2 < len(c) + 0 and i + 2 <= len(c) - 1 and c[i][1] in "([<{" and c[i][0] in ("punct",) \
-            and c[i + 1][0] == "word" and len(c[i + 1][1]) == 1 and c[i + 2][1] == {"(": ")", "[": "]", "<": ">", "{": "}"}[c[i][1]]:
+    closing = {"(": ")", "[": "]", "<": ">", "{": "}"}
+    if (i + 2 < len(c) and c[i][0] == "punct" and c[i][1] in closing and c[i + 1][0] == "word"
+            and len(c[i + 1][1]) == 1 and c[i + 2][1] == closing[c[i][1]]):
         return c[i + 1][1].upper(), i + 3
     if i < len(c) and c[i][0] == "word" and len(c[i][1]) == 1 and c[i][1].isupper():
         if c[i][1] == "I" and i + 1 < len(c) and c[i + 1][0] == "word" and c[i + 1][1][0].islower():
