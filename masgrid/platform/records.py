@@ -119,7 +119,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "subject": (pa.string(), "SIMAS subject (MMLU subject, ekar or aime2025)"),
     "profiles_source": (pa.string(), "SIMAS agent profiles: generated, pool, or pool_fallback (the generated reply "
                         "was unusable after one retry), or missing; null under cot"),
-    "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read (scored wrong)"),
+    "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read, or several "
+                          "different ones (ambiguous); scored wrong, the reason in the agent's submission"),
     "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
     "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
     # AgentsNet (issue 6): graph, budget and soft score of the instance

@@ -169,11 +169,14 @@ def score_answers(task: Task, instance: Instance, raw: list[Any]) -> tuple[Score
     answers: list[Any] = []
     invalid: dict[int, str] = {}
     for i, a in enumerate(raw):
-        try:  # the same parser submit_result uses
-            answers.append(None if a is None else task.parse_answer(instance, i, a if isinstance(a, str) else json.dumps(a)))
-        except ValueError as exc:
+        if a is None:
             answers.append(None)
-            invalid[i] = one_line(exc)
+            continue
+        # the same parser a run uses, and the same record of a refused answer (Task.submission)
+        value, why = task.submission(instance, i, a if isinstance(a, str) else json.dumps(a))
+        answers.append(value)
+        if why is not None:
+            invalid[i] = " ".join(why.split())[:2000]
     return task.score(instance, answers), invalid
 
 

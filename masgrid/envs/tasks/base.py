@@ -171,6 +171,16 @@ class Task(ABC):
     def parse_answer(self, instance: Instance, agent: int, raw: str) -> Any:
         """Parse a submit_result argument; ValueError (agent-visible) if malformed."""
 
+    def submission(self, instance: Instance, agent: int, raw: str) -> tuple[Any, str | None]:
+        """What a raw answer submits when it is scored outside a run (`masgrid score`), and why
+        it was refused (None when it parsed). By default a refused answer submits nothing; a
+        family whose protocol records refused final answers as a marker (SIMAS) returns that
+        marker here, so a reply scores the same in a run and on the command line."""
+        try:
+            return self.parse_answer(instance, agent, raw), None
+        except ValueError as exc:
+            return None, str(exc) or type(exc).__name__
+
     @abstractmethod
     def score(self, instance: Instance, answers: list[Any]) -> Score: ...
 

@@ -15,6 +15,13 @@ Layouts under `simas.data_dir` (default: the small set we wrote, conf/data/simas
 
 The paper samples 17 questions per subject (section 4.1); `sample_questions` draws them
 with `simas.sample_seed`, fixed across repeats, so all repeats answer the same questions.
+
+Files come from elsewhere (a download, a spreadsheet), so every defect is one
+`DatasetFormatError` line naming the file and the record (and the field), never a
+traceback: broken JSON, a record that is not an object, an MMLU answer other than exactly
+A, B, C or D, an E-KAR record without `choices` or with labels and texts that do not pair
+up, a question id used twice (within a file or across the files of a folder). A UTF-8
+byte-order mark (a file saved by a spreadsheet) is read as such, not as text.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -40,6 +48,16 @@ PAPER_SUBJECTS = {"abstract_algebra": "logical reasoning", "formal_logic": "logi
 
 class DatasetMissing(ValueError):
     """A dataset file is not where the layout says; the message names what to place where."""
+
+
+class DatasetFormatError(ValueError):
+    """A dataset file holds something the layout does not allow; one line naming the file, the
+    record (1-based line of a CSV, 0-based index of a JSON record) and what is wrong."""
+
+    def __init__(self, path: Path, record: str | None, problem: str) -> None:
+        self.path, self.record, self.problem = path, record, problem
+        where = f"{path}: {record}: " if record else f"{path}: "
+        super().__init__(" ".join((where + problem).split()))
 
 
 class Question(BaseModel):
@@ -81,8 +99,11 @@ def data_root(data_dir: str | None) -> Path:
     return default_data_dir() if data_dir is None else Path(data_dir).expanduser()
 
 
+LETTERS = "ABCDEFGHIJ"
+
+
 def _letter(index: int) -> str:
-    return "ABCDEFGHIJ"[index]
+    return LETTERS[index]
 
 
 def _mmlu(root: Path, subject: str) -> list[Question]:
@@ -91,34 +112,104 @@ def _mmlu(root: Path, subject: str) -> list[Question]:
     if parquet:
         import pyarrow.parquet as pq
 
-        rows = [row for path in parquet for row in pq.read_table(path).to_pylist()]
         out = []
-        for i, row in enumerate(rows):
-            choices, answer = list(row["choices"]), row["answer"]
-            if not isinstance(answer, int) or not 0 <= answer < len(choices):
-                raise ValueError(f"{parquet[0]}: row {i} has answer {answer!r} for {len(choices)} choices")
-            out.append(Question(id=f"mmlu/{subject}/{i}", dataset="mmlu", subject=subject, text=row["question"],
-                                choices=choices, answer=_letter(answer)))
+        for path in parquet:
+            try:
+                rows = pq.read_table(path).to_pylist()
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
+                raise DatasetFormatError(path, None, f"not a readable parquet file ({type(exc).__name__}: "
+                                                     f"{str(exc)[:200]})") from None
+            for j, row in enumerate(rows):
+                where = f"row {j}"
+                missing = [k for k in ("question", "choices", "answer") if k not in row]
+                if missing:
+                    raise DatasetFormatError(path, where, f"missing column(s) {', '.join(missing)}")
+                choices, answer = row["choices"], row["answer"]
+                if not isinstance(choices, list) or not 2 <= len(choices) <= 10 \
+                        or not all(isinstance(c, str) for c in choices):
+                    raise DatasetFormatError(path, where, f"choices must be a list of 2 to 10 texts, got {choices!r:.80}")
+                if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(choices):
+                    raise DatasetFormatError(path, where, f"answer {answer!r:.40} is not an index of its "
+                                                          f"{len(choices)} choices")
+                text = _text(path, where, "question", row["question"])
+                out.append(Question(id=f"mmlu/{subject}/{len(out)}", dataset="mmlu", subject=subject, text=text,
+                                    choices=list(choices), answer=_letter(answer)))
         return out
     if not csv_path.exists():
         raise DatasetMissing(f"simas: no MMLU data for subject {subject!r}: place {subject}_test.csv under "
                              f"{root / 'mmlu' / 'test'} or the parquet files under {root / 'mmlu' / subject}")
     out = []
-    with csv_path.open(newline="", encoding="utf-8") as fh:
-        for i, row in enumerate(csv.reader(fh)):
-            if len(row) != 6 or row[5].strip() not in "ABCD" or not row[5].strip():
-                raise ValueError(f"{csv_path}: line {i + 1} is not question,A,B,C,D,answer-letter")
-            out.append(Question(id=f"mmlu/{subject}/{i}", dataset="mmlu", subject=subject, text=row[0],
-                                choices=row[1:5], answer=row[5].strip()))
+    try:
+        with csv_path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: a spreadsheet's byte-order mark
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError as exc:
+        raise DatasetFormatError(csv_path, None, f"not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:
+        raise DatasetFormatError(csv_path, None, f"not a readable CSV file ({exc})") from None
+    for i, row in enumerate(rows):
+        where = f"line {i + 1}"
+        if not row:
+            continue  # a blank line
+        if len(row) != 6:
+            raise DatasetFormatError(csv_path, where, f"has {len(row)} fields, not question,A,B,C,D,answer-letter")
+        answer = row[5].strip()
+        if answer not in ("A", "B", "C", "D"):  # exactly one letter: "BC" or "" is not an answer
+            raise DatasetFormatError(csv_path, where, f"answer {row[5]!r:.40} is not one of A, B, C, D")
+        text = _text(csv_path, where, "question", row[0])
+        out.append(Question(id=f"mmlu/{subject}/{len(out)}", dataset="mmlu", subject=subject, text=text,
+                            choices=row[1:5], answer=answer))
     return out
 
 
+def _text(path: Path, where: str, field: str, value: object) -> str:
+    """A non-empty text field (a stray byte-order mark stripped), or one error line."""
+    if not isinstance(value, str) or not value.replace("\ufeff", "").strip():
+        raise DatasetFormatError(path, where, f"{field} must be a non-empty text, got {value!r:.60}")
+    return value.replace("\ufeff", "")
+
+
 def _records(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        return list(json.loads(text))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """The records of a JSON list or JSON-lines file, each an object; else one error line."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark is not JSON
+    except UnicodeDecodeError as exc:
+        raise DatasetFormatError(path, None, f"not UTF-8 text (byte {exc.start})") from None
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetFormatError(path, f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise DatasetFormatError(path, None, "not valid JSON: nested too deeply") from None
+        if not isinstance(data, list):
+            raise DatasetFormatError(path, None, "not a JSON list of records")
+        records = list(data)
+    else:
+        records = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DatasetFormatError(path, f"record {len(records)} (line {lineno})",
+                                         f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+            except RecursionError:
+                raise DatasetFormatError(path, f"record {len(records)} (line {lineno})",
+                                         "not valid JSON: nested too deeply") from None
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise DatasetFormatError(path, f"record {i}", f"not a JSON object but {type(rec).__name__}")
+    return records
+
+
+def _claim(seen: dict[str, tuple[Path, str]], qid: str, path: Path, where: str) -> None:
+    """Record that `qid` comes from (path, where); an id used before is one error naming both."""
+    if qid in seen:
+        first_path, first_where = seen[qid]
+        raise DatasetFormatError(path, where, f"id {qid!r} is already used by {first_path}: {first_where}; "
+                                              "question ids must be unique")
+    seen[qid] = (path, where)
 
 
 def _ekar(root: Path) -> list[Question]:
@@ -130,14 +221,30 @@ def _ekar(root: Path) -> list[Question]:
         raise DatasetMissing(f"simas: no E-KAR data: place validation.json (or test.json, train.json) of "
                              f"ekar_english under {root / 'ekar'}")
     out = []
+    seen: dict[str, tuple[Path, str]] = {}
     for i, rec in enumerate(_records(path)):
-        labels, texts = rec["choices"]["label"], rec["choices"]["text"]
+        where = f"record {i}" + (f" (id {rec['id']!r:.40})" if "id" in rec else "")
+        choices_field = rec.get("choices")
+        if not isinstance(choices_field, dict) or "label" not in choices_field or "text" not in choices_field:
+            got = "missing" if choices_field is None else f"a {type(choices_field).__name__}"
+            raise DatasetFormatError(path, where, f"choices must be an object with lists label and text, got {got}")
+        labels, texts = choices_field["label"], choices_field["text"]
+        if not isinstance(labels, list) or not isinstance(texts, list):
+            raise DatasetFormatError(path, where, "choices.label and choices.text must be lists")
+        if len(labels) != len(texts):
+            raise DatasetFormatError(path, where, f"choices has {len(labels)} labels but {len(texts)} texts")
+        if sorted(map(str, labels)) != list(LETTERS[:len(labels)]) or not 2 <= len(labels) <= len(LETTERS):
+            raise DatasetFormatError(path, where, f"choices.label must be the letters A.. once each, got {labels!r:.60}")
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise DatasetFormatError(path, where, "every choices.text must be a non-empty text")
         key = rec.get("answerKey")
         if key not in labels:
-            raise ValueError(f"{path}: record {i} has answerKey {key!r}, not one of {labels}")
+            raise DatasetFormatError(path, where, f"answerKey {key!r:.20} is not one of {', '.join(labels)}")
+        text = _text(path, where, "question", rec.get("question"))
         choices = [texts[labels.index(letter)] for letter in sorted(labels)]
-        out.append(Question(id=f"ekar/{rec.get('id', i)}", dataset="ekar", subject="ekar", text=rec["question"],
-                            choices=choices, answer=key))
+        qid = f"ekar/{rec.get('id', i)}"
+        _claim(seen, qid, path, where)
+        out.append(Question(id=qid, dataset="ekar", subject="ekar", text=text, choices=choices, answer=key))
     return out
 
 
@@ -148,14 +255,18 @@ def _aime(root: Path) -> list[Question]:
         raise DatasetMissing(f"simas: no AIME 2025 data: place the problems as .jsonl or .json (fields problem "
                              f"and answer) under {folder}")
     out = []
+    seen: dict[str, tuple[Path, str]] = {}
     for path in files:
         for i, rec in enumerate(_records(path)):
-            text = rec.get("problem", rec.get("question"))
-            answer = str(rec.get("answer", "")).strip()
-            if not text or not answer.lstrip("-").isdigit():
-                raise ValueError(f"{path}: record {i} needs a problem and an integer answer, got {answer!r}")
-            qid = rec.get("id", f"{path.stem}-{i}")
-            out.append(Question(id=f"aime/{qid}", dataset="aime", subject="aime2025", text=text, answer=str(int(answer))))
+            where = f"record {i}" + (f" (id {rec['id']!r:.40})" if "id" in rec else "")
+            raw = rec.get("answer")
+            answer = "" if raw is None or isinstance(raw, bool) else str(raw).strip()
+            if not re.fullmatch(r"-?\d+", answer):
+                raise DatasetFormatError(path, where, f"needs an integer answer, got {raw!r:.40}")
+            text = _text(path, where, "problem", rec.get("problem", rec.get("question")))
+            qid = f"aime/{rec.get('id', f'{path.stem}-{i}')}"
+            _claim(seen, qid, path, where)  # two files with the same ids (a copy, two exports) would collide
+            out.append(Question(id=qid, dataset="aime", subject="aime2025", text=text, answer=str(int(answer))))
     return out
 
 
@@ -167,15 +278,17 @@ def _generation(root: Path, dataset: str) -> list[Question]:
         raise DatasetMissing(f"simas: no {dataset} questions: place .jsonl files (fields id, category, question, "
                              f"criteria{extra}) under {folder}")
     out = []
+    seen: dict[str, tuple[Path, str]] = {}
     for path in files:
         for i, rec in enumerate(_records(path)):
             try:
                 r = GenerationRecord.model_validate(rec)
             except ValidationError as exc:
                 first = exc.errors()[0]
-                raise ValueError(f"{path}: record {i}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+                raise DatasetFormatError(path, f"record {i}", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
             if dataset == "coding" and (not r.language or r.constraints is None):
-                raise ValueError(f"{path}: record {i}: a coding question needs language and constraints")
+                raise DatasetFormatError(path, f"record {i}", "a coding question needs language and constraints")
+            _claim(seen, f"{dataset}/{r.id}", path, f"record {i} (id {r.id!r})")
             out.append(Question(id=f"{dataset}/{r.id}", dataset=dataset, subject=r.category, text=r.question,
                                 answer=None, criteria=[c.strip() for c in r.criteria], language=r.language,
                                 constraints=r.constraints))

@@ -7,7 +7,9 @@ hands a message (`end_round` delivers exactly one, or none when the phase is ove
   (on its first turn) the question, then every reply it has not yet seen, attributed by
   name and in order. Its own earlier replies are already in its history. After round T
   the first agent gets everything since its last turn plus the request for the final
-  answer, which is parsed (`submitted` is the parsed answer, or `UNPARSABLE`);
+  answer, which is parsed (`submitted` is the parsed answer, or the `unparsable` marker with
+  the reason, also for a reply naming several answers; `final_submission`, which `masgrid
+  score` uses too);
 - profile phase (`simas.profiles=generate`, before the discussion): agent a_1 is asked for
   the n profiles once; a reply that fails the check gets one retry from the agent host
   (`reply_validator`), and if that fails too the pool's profiles are used with the flag
@@ -29,8 +31,31 @@ from masgrid.envs.protocols.base import Protocol
 from masgrid.envs.tasks.simas import prompts
 from masgrid.envs.tasks.simas.profiles import ProfileFormatError, parse_profiles, pool_profiles
 
-#: a final answer that could not be parsed (scored wrong and counted as unparsable)
+#: a final answer that could not be parsed (scored wrong and counted as unparsable); the
+#: recorded marker also says why and whether the reply named several answers (`unparsable`)
 UNPARSABLE = {"unparsable": True}
+
+
+def unparsable(reason: str, ambiguous: bool = False) -> dict[str, Any]:
+    """The marker a refused final answer submits: scored wrong, counted in `answer_unparsable`."""
+    return {**UNPARSABLE, "ambiguous": ambiguous, "reason": reason}
+
+
+def is_unparsable(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("unparsable") is True
+
+
+def final_submission(parse: Callable[[str], Any], text: str | None) -> tuple[Any, str | None]:
+    """What a final reply submits, and why it was refused (None when it parsed).
+
+    The one code path for a SIMAS final answer: the group chat's last turn and `masgrid
+    score` (SimasTask.submission) both call it, so a reply is unparsable in both or neither.
+    """
+    try:
+        return parse(text or ""), None
+    except ValueError as exc:
+        reason = str(exc) or type(exc).__name__
+        return unparsable(reason, ambiguous=bool(getattr(exc, "ambiguous", False))), reason
 PROFILE_PHASE, DISCUSSION_PHASE = "profiles", "discussion"
 
 
@@ -153,13 +178,11 @@ class GroupChatProtocol(Protocol):
     def _final(self, agent: int, text: str | None, error: str | None) -> CommandOutcome:
         if error is not None:
             return CommandOutcome(block="", verb="final_answer", reply=MSG_MODEL_ERROR, ok=False)
-        try:
-            value = self.answer_parser(agent, text or "")
-        except ValueError as exc:
-            self.slots[agent] = UNPARSABLE
-            return CommandOutcome(block="", verb="final_answer", reply=f"unparsable: {exc}", ok=False,
-                                  submitted=UNPARSABLE)
+        value, why = final_submission(lambda raw: self.answer_parser(agent, raw), text)
         self.slots[agent] = value
+        if why is not None:
+            return CommandOutcome(block="", verb="final_answer", reply=f"unparsable: {why}", ok=False,
+                                  submitted=value)
         return CommandOutcome(block=str(value), verb="final_answer", reply="", submitted=value)
 
     def _profiles(self, text: str | None, error: str | None) -> CommandOutcome:

@@ -63,6 +63,8 @@ def answer_format(params: dict[str, Any]) -> str:
                       constraints=_bullets(list(params.get("constraints") or [])))
     if is_text(params):
         return render("answer_format_open", criteria=_bullets(list(params["criteria"])))
+    if params.get("dataset") == "ekar" and params.get("choices"):
+        return render("answer_format_ekar", query=str(params["question"]).strip())
     return texts()["answer_format_choice" if params.get("choices") else "answer_format_integer"]
 
 

@@ -30,7 +30,7 @@ from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.envs.tasks.simas import prompts
 from masgrid.envs.tasks.simas.answers import parse_choice, parse_integer
 from masgrid.envs.tasks.simas.datasets import PAPER_SUBJECTS, Question, load_questions, sample_questions
-from masgrid.envs.tasks.simas.groupchat import UNPARSABLE, pool_profile_dicts
+from masgrid.envs.tasks.simas.groupchat import final_submission, is_unparsable, pool_profile_dicts
 from masgrid.envs.tasks.simas.options import SimasOptions
 
 OPTION_KEYS = tuple(SimasOptions.model_fields)
@@ -140,6 +140,10 @@ class SimasTask(Task):
         choices = instance.params.get("choices")
         return parse_choice(raw, len(choices)) if choices else parse_integer(raw)
 
+    def submission(self, instance: Instance, agent: int, raw: str) -> tuple[Any, str | None]:
+        """As the group chat records a final reply: a refused one submits the unparsable marker."""
+        return final_submission(lambda text: self.parse_answer(instance, agent, text), raw)
+
     def score(self, instance: Instance, answers: list[Any]) -> Score:
         if len(answers) != instance.n_agents:
             raise ValueError(f"expected {instance.n_agents} answers, got {len(answers)}")
@@ -147,10 +151,10 @@ class SimasTask(Task):
         n = instance.n_agents
         if prompts.is_text(instance.params):  # no key: judged afterwards, not scored here
             return Score(success=None, correct=[None] * n, partial=[None] * n,
-                         metrics={"submitted": int(output is not None), "answer_unparsable": output == UNPARSABLE})
-        ok = output is not None and output != UNPARSABLE and output == instance.expected[0]
+                         metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output)})
+        ok = output is not None and not is_unparsable(output) and output == instance.expected[0]
         return Score(success=ok, correct=[ok] * n, partial=[float(ok)] * n,
-                     metrics={"submitted": int(output is not None), "answer_unparsable": output == UNPARSABLE})
+                     metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output)})
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         p = instance.params
