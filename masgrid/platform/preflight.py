@@ -58,6 +58,7 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
     """Every check for these runs; raises PreflightError on the first failure."""
     for results_dir in sorted({c.results_dir for c in cfgs}):
         check_results_dir(results_dir)
+    check_task_prerequisites(cfgs)
     http: dict[tuple[str, str], BackendSettings] = {}
     served: dict[str, RunConfig] = {}
     for cfg in cfgs:
@@ -74,6 +75,21 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
         check_endpoint(settings)
     for cfg in served.values():
         check_served(cfg)
+
+
+def check_task_prerequisites(cfgs: Sequence[RunConfig]) -> None:
+    """What a task's runs need on this machine before any agent starts (a task's optional
+    `prepare_runs`, e.g. CooperBench's test environment): a failure is one line, nothing started."""
+    from masgrid.envs.tasks import get_task
+
+    for cfg in cfgs:
+        prepare = getattr(get_task(cfg.task), "prepare_runs", None)
+        if prepare is None:
+            continue
+        try:
+            prepare(**cfg.generation_kwargs())
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise PreflightError(f"{cfg.task}: {exc}") from None
 
 
 def check_endpoint(settings: BackendSettings, completion: bool = True) -> None:

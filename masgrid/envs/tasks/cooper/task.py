@@ -102,6 +102,15 @@ class CooperTask(Task):
         paths = resolve_paths(options)
         _require_base(str(paths.repos_dir), str(paths.data_dir), self.pool, self.task_id)
 
+    def prepare_runs(self, **extra: Any) -> None:
+        """Before any run of this task starts (the platform's preflight): the task's test
+        environment is built, or checked if cached, so a sweep whose runs could not be scored
+        stops at once with one line (TestEnvError) instead of failing every run after its agents
+        worked. Once per task and paths in a process."""
+        options = options_of({k: v for k, v in extra.items() if k in OPTION_KEYS})
+        paths = resolve_paths(options)
+        _prepare(str(paths.data_dir), str(paths.repos_dir), str(paths.cache_dir), self.pool, self.task_id)
+
     # -- data ------------------------------------------------------------------------------------
     def _data(self, options: CooperOptions):  # -> CooperTaskData
         paths = resolve_paths(options)
@@ -248,6 +257,15 @@ def _require_base(repos_dir: str, data_dir: str, pool: str, task_id: int) -> Non
     from masgrid.envs.tasks.cooper.repos import require_base
 
     require_base(Path(repos_dir), _load(data_dir, pool, task_id))
+
+
+@lru_cache(maxsize=64)
+def _prepare(data_dir: str, repos_dir: str, cache_dir: str, pool: str, task_id: int) -> None:
+    from pathlib import Path
+
+    from masgrid.envs.tasks.cooper.evaluate import task_env
+
+    task_env(_load(data_dir, pool, task_id), Path(repos_dir), Path(cache_dir))
 
 
 def _base_text(params: dict[str, Any], data: Any, path: str) -> str:
