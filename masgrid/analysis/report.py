@@ -229,7 +229,10 @@ def headline_rate(completed: pd.DataFrame) -> pd.Series:
     if completed.empty:
         return pd.Series(dtype=float)
     cooper = completed["task"].astype(str).str.startswith(COOPER_PREFIX)
-    value = completed["sr"].astype(float).where(~cooper, completed["success"].astype(float))
+    missing = pd.Series(float("nan"), index=completed.index)
+    sr = completed["sr"].astype(float) if "sr" in completed else missing
+    success = completed["success"].astype(float) if "success" in completed else missing
+    value = sr.where(~cooper, success)
     return value.groupby([completed["task"], completed["protocol"], completed["model"]]).mean().mul(100)
 
 
