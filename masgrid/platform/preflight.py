@@ -6,7 +6,9 @@ Each distinct (base_url, served model) of a grid is checked once, over HTTP (aio
 a short timeout: the models list must name the served model, and one 1-token chat completion
 (the run's own request body, sampling and extra_body included) must come back well formed.
 `preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
-`cooper.resolver_model`) is checked the same way, whatever the agents' backend.
+`cooper.resolver_model`) is checked the same way, whatever the agents' backend. Last, a task's
+own prerequisites on this machine (`prepare_runs`, e.g. CooperBench builds or checks its test
+environment), so a sweep whose runs could not be scored stops before any agent starts.
 
 backend=serve without a base_url: masgrid deploys the app first (`ensure_served`), then
 checks it the way agents reach it: a vLLM app gets one 1-token call through the
@@ -58,7 +60,6 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
     """Every check for these runs; raises PreflightError on the first failure."""
     for results_dir in sorted({c.results_dir for c in cfgs}):
         check_results_dir(results_dir)
-    check_task_prerequisites(cfgs)
     http: dict[tuple[str, str], BackendSettings] = {}
     served: dict[str, RunConfig] = {}
     for cfg in cfgs:
@@ -75,6 +76,7 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
         check_endpoint(settings)
     for cfg in served.values():
         check_served(cfg)
+    check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
 
 
 def check_task_prerequisites(cfgs: Sequence[RunConfig]) -> None:
