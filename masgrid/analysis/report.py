@@ -175,7 +175,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             written += write_table(table, out, name, title, table_note)
             index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
-        written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
+        png = figures.figure2(runs, out / "figure2.png", task, note, condition)
+        written += [png, *(p for p in [png.with_suffix(".pdf")] if p.is_file())]  # it writes both
         index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}, mean ± SE over runs "
                      "([pdf](figure2.pdf)): ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
