@@ -115,3 +115,29 @@ def test_the_action_budget_covers_both_phases(pool, tmp_path: Path) -> None:
     assert row["agents_capped"] == 2 and row["actions_total"] == 6
     with pytest.raises(ConfigError, match="plan_actions"):
         cfg_of(pool, tmp_path, [1, 3], max_actions=20, plan_actions=20)
+
+
+def test_a_run_needs_no_pytest_in_masgrids_interpreter(pool, tmp_path: Path) -> None:
+    """Item 7: masgrid installed without its `test` extra. The interpreter running masgrid cannot
+    import pytest (blocked in a subprocess); a demo run still scores correctly, because the test
+    environment carries its own pytest (before: every run failed with ModuleNotFoundError)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = cfg_of(pool, tmp_path, clean_pairs(pool)[0])
+    script = (
+        "import sys; sys.modules['pytest'] = None\n"
+        "import json\n"
+        "from masgrid.platform.config import RunConfig\n"
+        "from masgrid.platform.launch import run_local\n"
+        f"cfg = RunConfig.from_mapping(json.loads({json.dumps(cfg.model_dump_json())}))\n"
+        "s = run_local(cfg)\n"
+        "print(json.dumps({'status': s.status, 'success': s.success, 'error': s.error}))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(repo)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["status"], result["success"]) == ("ok", True), result["error"]
