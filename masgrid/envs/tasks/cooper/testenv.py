@@ -97,7 +97,7 @@ def is_installable(tree: Path) -> bool:
 def build_source(tree: Path) -> dict[str, Any]:
     """What an environment for `tree` is built from: the recipe's format, the interpreter, the
     test tools and each packaging file's hash (recorded in the stamp; hashed into the key)."""
-    files = {}
+    files: dict[str, str | None] = {}
     for name in PACKAGING_FILES:
         path = tree / name
         files[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
