@@ -9,6 +9,8 @@ mean the same thing and are never pooled.
 
 from __future__ import annotations
 
+import time
+
 from pathlib import Path
 from typing import Callable
 
@@ -44,17 +46,29 @@ def families_present(runs: pd.DataFrame) -> list[str]:
     return [key for key in FAMILIES if key in found]
 
 
-def write_family_reports(results_dir: Path, out: Path, families: list[str]) -> dict[str, tuple[Path | None, str]]:
+def write_family_reports(results_dir: Path, out: Path, families: list[str],
+                         written: list[Path] | None = None) -> dict[str, tuple[Path | None, str]]:
     """Each non-MAS-Bench family's report in out/<family>/: family -> (index file or None,
     one line saying what was written or why not). The family reports read the results
-    directory themselves and keep to their own runs."""
+    directory themselves and keep to their own runs. Every file written (tables, CSVs,
+    figures, not only the index) is appended to `written` when given."""
     from masgrid.analysis import agentsnet, cooper_report, silo_report, simas_report
 
-    writers: dict[str, Callable[[Path], Path]] = {
-        "silo": lambda d: silo_report.write_report(results_dir, d)[0],
-        "agentsnet": lambda d: agentsnet.write_report(results_dir, d),
-        "simas": lambda d: simas_report.write_report(results_dir, d)[0],
-        "cooper": lambda d: next(p for p in cooper_report.write_report(results_dir, d) if p.name == "README.md"),
+    def agentsnet_files(d: Path) -> list[Path]:
+        start = time.time()
+        index = agentsnet.write_report(results_dir, d)  # returns its index only: list what it wrote now
+        fresh = sorted(p for p in d.rglob("*") if p.is_file() and p != index and p.stat().st_mtime >= start - 1.0)
+        return [index, *fresh]
+
+    def index_first(files: list[Path]) -> list[Path]:
+        index = next((p for p in files if p.name == "README.md"), files[0])
+        return [index, *(p for p in files if p != index)]
+
+    writers: dict[str, Callable[[Path], list[Path]]] = {
+        "silo": lambda d: silo_report.write_report(results_dir, d),
+        "agentsnet": agentsnet_files,
+        "simas": lambda d: simas_report.write_report(results_dir, d),
+        "cooper": lambda d: index_first(cooper_report.write_report(results_dir, d)),
     }
     done: dict[str, tuple[Path | None, str]] = {}
     for family in families:
@@ -65,9 +79,12 @@ def write_family_reports(results_dir: Path, out: Path, families: list[str]) -> d
             done[family] = (None, f"{label}: runs recorded; its tables are not part of this report yet")
             continue
         try:
-            index = writers[family](out / family)
+            files = writers[family](out / family)
         except ValueError as exc:  # e.g. no usable runs of the family: say so, keep the others
             done[family] = (None, f"{label}: no tables ({exc})")
             continue
+        index = files[0]
+        if written is not None:
+            written.extend(files)
         done[family] = (index, f"{label}: [{index.relative_to(out)}]({index.relative_to(out)})")
     return done

@@ -126,8 +126,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
     recorded = f"{len(runs)} runs ({_counts(runs)})"
     present = families_present(runs)
-    reports = write_family_reports(results_dir, out, present)
-    written += [path for path, _ in reports.values() if path is not None]
+    reports = write_family_reports(results_dir, out, present, written)
     family_lines = ["## Families", "", *(f"- {line}" for _, line in reports.values()), ""] if reports else []
     if "masbench" not in present:
         labels = ", ".join(FAMILIES[f][0] for f in present) or "no known benchmark family"
@@ -176,7 +175,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
             written += write_table(table, out, name, title, table_note)
             index.append(f"- [{title}]({name}.md) ([csv]({name}.csv))")
     if not tables.completed(runs).empty:
-        written.append(figures.figure2(runs, out / "figure2.png", task, note, condition))
+        png = figures.figure2(runs, out / "figure2.png", task, note, condition)
+        written += [png, *(p for p in [png.with_suffix(".pdf")] if p.is_file())]  # it writes both
         index.append(f"- Figure 2: SR, R, TE and CR against N per model, condition {condition}, mean ± SE over runs "
                      "([pdf](figure2.pdf)): ![figure 2](figure2.png)")
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
@@ -216,8 +216,25 @@ def write_report(results_dir: Path, out: Path | None = None, console: Console | 
         console.print(f"masgrid report: {exc}")
         return 1
     print_overview(results_dir, console, with_invalid)
-    console.print(f"report: {len(files)} files in {files[0].parent} (index: {files[0]})")
+    console.print(f"report: {len(set(files))} files in {files[0].parent} (index: {files[0]})")
     return 0
+
+
+#: tasks whose headline rate is `success` (section 2.2: every feature of the run passes its tests)
+COOPER_PREFIX = "cooper/"
+
+
+def headline_rate(completed: pd.DataFrame) -> pd.Series:
+    """Percent per (task, protocol, model): the mean of `sr`, except for CooperBench, whose
+    headline figure is the success rate (`success`; its `sr` is a mean per-agent rate)."""
+    if completed.empty:
+        return pd.Series(dtype=float)
+    cooper = completed["task"].astype(str).str.startswith(COOPER_PREFIX)
+    missing = pd.Series(float("nan"), index=completed.index)
+    sr = completed["sr"].astype(float) if "sr" in completed else missing
+    success = completed["success"].astype(float) if "success" in completed else missing
+    value = sr.where(~cooper, success)
+    return value.groupby([completed["task"], completed["protocol"], completed["model"]]).mean().mul(100)
 
 
 def print_overview(results_dir: Path, console: Console | None = None, with_invalid: bool = False) -> int:
@@ -231,8 +248,12 @@ def print_overview(results_dir: Path, console: Console | None = None, with_inval
     if with_invalid:
         runs = include_invalid(runs)
     counts = overview(runs)
-    sr = tables.completed(runs).groupby(["task", "protocol", "model"])["sr"].mean().mul(100)
-    table = Table(title=f"{results_dir}: {len(runs)} runs ({_counts(runs)})", caption=exclusion_note(runs))
+    sr = headline_rate(tables.completed(runs))
+    caption = exclusion_note(runs)
+    if runs["task"].astype(str).str.startswith(COOPER_PREFIX).any():
+        caption += (" CooperBench rows: SR% is the paper's success rate (runs whose merged code passes every "
+                    "feature's tests), not the mean per-agent rate.")
+    table = Table(title=f"{results_dir}: {len(runs)} runs ({_counts(runs)})", caption=caption)
     for col in ["task", "protocol", "model", *counts.columns, "SR%"]:
         table.add_column(str(col))
     for key, row in counts.iterrows():

@@ -255,7 +255,15 @@ class RunConfig(BaseModel):
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
-                "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True)}
+                "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
+                **self._ignored_columns()}
+
+    def _ignored_columns(self) -> dict[str, Any]:
+        """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,
+        e.g. CooperBench's k and mode); config_json keeps what was configured."""
+        task = get_task(self.task)
+        return {key: None for key in task.ignored_keys if key in ("k", "mode", "graph")} \
+            if task.null_ignored_columns else {}
 
     def _counter_columns(self) -> dict[str, Any]:
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from masgrid.envs.tasks.cooper.evaluate import EvalResult, evaluate_patches
 from masgrid.envs.tasks.cooper.layout import CooperDataError, load_task
 from masgrid.envs.tasks.cooper.merge import Resolver
+from masgrid.envs.tasks.cooper.paths import default_cache_dir
 from masgrid.envs.tasks.cooper.resolver import LLMResolver
 from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxError, SandboxSettings, sandbox_problem
 from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
@@ -40,10 +40,6 @@ USAGE = """usage:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, status 2, no usage dump
         raise CooperDataError(message)
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "masgrid" / "cooper"
 
 
 def _eval_parser() -> argparse.ArgumentParser:
@@ -121,6 +117,11 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _eval(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(USAGE.split("\n  masgrid cooper demo-data")[0])
+        print("\n--cache-dir: test environments and scratch checkouts; default: the one runs use "
+              "($MASGRID_COOPER_CACHE, else $XDG_CACHE_HOME/masgrid/cooper, else ~/.cache/masgrid/cooper)")
+        return 0
     a = _eval_parser().parse_args(argv)
     pool, _, tid = a.task.partition("/")
     if not pool or not tid.isdigit():
@@ -168,6 +169,9 @@ def _eval(argv: list[str]) -> int:
 
 
 def _demo(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        print("usage: masgrid cooper demo-data DIR      write the synthetic textkit pool (DIR/data, DIR/repos)")
+        return 0
     if len(argv) != 1:
         raise CooperDataError("demo-data takes one directory")
     pool = write_synthetic_pool(Path(argv[0]))

@@ -292,6 +292,13 @@ class LoggedAgents:
         return await self.pool.act(agent, new_messages, tools)
 
 
+def _config_columns(task: Task, cfg: RunConfig) -> dict[str, Any]:
+    try:
+        return task.config_columns(**cfg.generation_kwargs())
+    except Exception:  # noqa: BLE001 - a failed run is recorded whatever its task says
+        return {}
+
+
 class RunDriver:
     """Executes one run. Wrapped as a Ray actor by the launcher, or used in-process."""
 
@@ -348,6 +355,8 @@ class RunDriver:
         if rows:  # a run that ended cleanly sent its events already (an empty chunk writes no file)
             await self.recorder.call("write_events", run_id, partition, chunk, rows)
         wall = time.perf_counter() - t0
+        if status != "ok":  # what the configuration says, for a run that never reached its scorer
+            run_row.update({k: v for k, v in _config_columns(task, cfg).items() if run_row.get(k) is None})
         run_row.update(cfg.columns(), status=status, error=error, error_class=error_class, wall_s=wall, started_at=started,
                        finished_at=datetime.now(timezone.utc),
                        model_error_classes=error_classes_json(log.error_classes))

@@ -6,7 +6,9 @@ Each distinct (base_url, served model) of a grid is checked once, over HTTP (aio
 a short timeout: the models list must name the served model, and one 1-token chat completion
 (the run's own request body, sampling and extra_body included) must come back well formed.
 `preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
-`cooper.resolver_model`) is checked the same way, whatever the agents' backend.
+`cooper.resolver_model`) is checked the same way, whatever the agents' backend. Last, a task's
+own prerequisites on this machine (`prepare_runs`, e.g. CooperBench builds or checks its test
+environment), so a sweep whose runs could not be scored stops before any agent starts.
 
 Context: a vLLM server lists each model's context (`max_model_len`; Ray Serve LLM:
 `metadata.max_request_context_length`). The 1-token probe sends the run's own longest first
@@ -90,11 +92,27 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
     for cfg in served.values():
         probes.append(check_served(cfg))
     _note(cfgs, [p for p in probes if p])
+    check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
+
+
+def check_task_prerequisites(cfgs: Sequence[RunConfig]) -> None:
+    """What a task's runs need on this machine before any agent starts (a task's optional
+    `prepare_runs`, e.g. CooperBench's test environment): a failure is one line, nothing started."""
+    from masgrid.envs.tasks import get_task
+
+    for cfg in cfgs:
+        prepare = getattr(get_task(cfg.task), "prepare_runs", None)
+        if prepare is None:
+            continue
+        try:
+            prepare(**cfg.generation_kwargs())
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise PreflightError(f"{cfg.task}: {exc}") from None
 
 
 def _longer(cfg: RunConfig, other: RunConfig | None) -> bool:
     """Probe with the run of the most agents x k (its first prompt is the longest we can pick cheaply)."""
-    return other is None or cfg.agents * max(cfg.k, 1) > other.agents * max(other.k, 1)
+    return other is None or cfg.agents * (cfg.k or 1) > other.agents * (other.k or 1)
 
 
 def _first_messages(cfg: RunConfig | None) -> list[dict[str, str]] | None:

@@ -14,7 +14,9 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     table = Table(title=f"masgrid run {s.run_id}", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
-    setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents} k={cfg.k} mode={cfg.mode} "
+    shown = cfg.columns()  # k and mode are null where the task has no such notion (CooperBench)
+    workload = "".join(f" {key}={shown[key]}" for key in ("k", "mode") if shown[key] is not None)
+    setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents}{workload} "
                f"condition={cfg.condition} backend={cfg.backend} model={cfg.model.request_model} seed={cfg.seed}")
     rows = [("config", setting), ("status", _status(s.status))]
     if s.error:

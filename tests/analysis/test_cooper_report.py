@@ -105,3 +105,36 @@ def test_judged_communication_errors_appear_labelled(results, tmp_path):
 def test_the_cooper_report_cli_on_a_directory_without_cooper_runs(tmp_path, capsys):
     assert main([str(tmp_path / "empty"), str(tmp_path / "x")]) == 1
     assert "cooper_report: no CooperBench runs" in capsys.readouterr().out
+
+
+def test_console_reports_cooperbench_success_and_every_file(results, tmp_path):
+    """Issue 25: the console's SR% for cooper rows is CooperBench's success rate (every feature of
+    the run passes), not the mean per-agent `sr`; and the file count covers every file written
+    (the family section's tables and figures, not just its index)."""
+    from rich.console import Console
+
+    from masgrid.analysis.report import headline_rate, write_report
+    from masgrid.analysis.tables import completed
+
+    root, runs = results
+    used = completed(runs)
+    rate = headline_rate(used)
+    for key, value in rate.items():
+        part = used[(used["task"] == key[0]) & (used["protocol"] == key[1]) & (used["model"] == key[2])]
+        assert value == pytest.approx(100 * part["success"].astype(float).mean())
+    console = Console(record=True, width=200)
+    assert write_report(root, tmp_path / "out", console=console) == 0
+    text = console.export_text()
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert f"report: {len(written)} files in" in text and len(written) > 10
+    assert "CooperBench rows: SR% is the paper's success rate" in text
+
+
+def test_headline_rate_differs_from_the_per_agent_rate_where_it_should():
+    from masgrid.analysis.report import headline_rate
+
+    frame = pd.DataFrame({"task": ["cooper/p/1"] * 2 + ["sorting"] * 2, "protocol": ["workspace"] * 2 + ["p2p"] * 2,
+                          "model": ["m"] * 4, "sr": [0.5, 1.0, 0.5, 1.0], "success": [False, True, False, True]})
+    rate = headline_rate(frame)
+    assert rate[("cooper/p/1", "workspace", "m")] == 50.0  # success: 1 of 2 runs
+    assert rate[("sorting", "p2p", "m")] == 75.0  # other families keep their mean sr

@@ -58,3 +58,12 @@ def test_each_family_report_keeps_to_its_own_runs(mixed, tmp_path):
     agentsnet = (tmp_path / "agentsnet" / "agentsnet_report.md").read_text()
     assert "2 of 2 runs used" in agentsnet, agentsnet[:400]  # its two runs, not the two MAS-Bench ones
     assert "max" not in agentsnet.split("##")[0].replace("max_", "")
+
+
+def test_build_report_lists_every_file_it_wrote(mixed, tmp_path):
+    """The files build_report returns (what `masgrid report` counts) are every file under the
+    report folder, the family sections' figures and tables included, each once."""
+    files = build_report(mixed, tmp_path / "out")
+    on_disk = {p for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert set(files) == on_disk and len(files) == len(set(files))
+    assert any(p.parent.name == "agentsnet" and p.suffix == ".png" for p in files)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,34 @@ def test_eval_with_a_resolver_model(demo, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert (printed["merge_stage"], printed["success"], printed["resolver_outcome"]) == ("union", False, "failed")
     assert "http_5xx" in printed["resolver_failure"] and printed["resolver"]["resolver_errors"] == 1
+
+
+@pytest.mark.parametrize("command", ["eval", "demo-data", "judge", "sweep"])
+def test_help_exits_0(command, capsys):
+    for flag in ("--help", "-h"):
+        try:
+            code = main(["cooper", command, flag])
+        except SystemExit as done:  # argparse's own help (judge) exits; the command line's status is the same
+            code = done.code
+        assert code == 0
+        assert "usage" in capsys.readouterr().out.lower()
+
+
+def test_eval_and_runs_share_one_default_cache_dir(monkeypatch, tmp_path):
+    """`masgrid cooper eval` without --cache-dir and runs without cooper.cache_dir use the same place."""
+    from masgrid.envs.tasks.cooper.options import CooperOptions
+    from masgrid.envs.tasks.cooper.paths import default_cache_dir, resolve_paths
+    from masgrid.platform import cooper_cli
+
+    for env in ({"XDG_CACHE_HOME": str(tmp_path / "xdg")}, {"MASGRID_COOPER_CACHE": str(tmp_path / "own")}, {}):
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+        monkeypatch.delenv("MASGRID_COOPER_CACHE", raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert cooper_cli.default_cache_dir is default_cache_dir
+        expected = {"XDG_CACHE_HOME": tmp_path / "xdg" / "masgrid" / "cooper",
+                    "MASGRID_COOPER_CACHE": tmp_path / "own"}.get(next(iter(env), ""),
+                                                                  (Path.home() / ".cache" / "masgrid" / "cooper"))
+        assert default_cache_dir() == expected.resolve()
+        if env:  # (the demo pool is written under it)
+            assert resolve_paths(CooperOptions()).cache_dir == expected.resolve()

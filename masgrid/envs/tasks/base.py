@@ -94,6 +94,9 @@ class Task(ABC):
     #: None in its runs' identity, so runs differing only there are one run, and a sweep over
     #: them is refused rather than run as pseudo-replicates.
     ignored_keys: ClassVar[tuple[str, ...]] = ()
+    #: whether its rows show the `ignored_keys` as null too (the family has no such notion, e.g.
+    #: CooperBench's k and mode); False keeps the configured value in the columns
+    null_ignored_columns: ClassVar[bool] = False
     #: conditions that are classical baselines, not prompts: only scripted agents run them
     #: (e.g. SILO's `isolated` floor); the config refuses them with a model backend.
     scripted_only_conditions: ClassVar[tuple[str, ...]] = ()
@@ -195,4 +198,9 @@ class Task(ABC):
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         """Task-family metrics from the score and token usage; the platform adds common ones."""
+        return {}
+
+    def config_columns(self, **extra: Any) -> dict[str, Any]:
+        """Run columns that follow from the configuration alone (the family options in `extra`),
+        so a run that failed before it was scored still carries them; {} by default."""
         return {}

@@ -60,6 +60,7 @@ class Loop:
     summary: str = ""
     capped: bool = False
     stopped: str | None = None
+    cap: int = 0  # actions this agent may take in the phase
 
 
 @register_scheduler
@@ -68,6 +69,7 @@ class AsynchronousScheduler(Scheduler):
 
     def __init__(self) -> None:
         self.session: Any = None
+        self.spent: list[int] = []  # actions each agent took in the run's earlier phases
 
     async def run_phase(self, ctx: PhaseContext) -> PhaseResult:
         import asyncio
@@ -84,6 +86,10 @@ class AsynchronousScheduler(Scheduler):
             offered = {spec["function"]["name"] for spec in tools}
             loops = [Loop(i, pending=[{"role": "user", "content": task.harness_text("start")}])
                      for i in range(ctx.n_agents)]
+            if ctx.phase == 1 or len(self.spent) != ctx.n_agents:
+                self.spent = [0] * ctx.n_agents
+            for loop in loops:  # a budget for the whole run (shared=True) is what earlier phases left
+                loop.cap = int(limits["actions"]) - (self.spent[loop.agent] if limits.get("shared") else 0)
             phase = _Phase(ctx, task, self.session, loops, tools, offered, limits)
             running = [asyncio.ensure_future(phase.run(loop)) for loop in loops]
             try:
@@ -94,6 +100,8 @@ class AsynchronousScheduler(Scheduler):
                 await asyncio.gather(*running, return_exceptions=True)
                 raise
             submissions = [phase.submission(loop) for loop in loops]
+            for loop in loops:
+                self.spent[loop.agent] += loop.actions
             if last:
                 for i, sub in enumerate(submissions):
                     sub["patch"] = await asyncio.to_thread(self.session.patch, i)
@@ -115,7 +123,6 @@ class _Phase:
                  offered: set[str], limits: dict[str, Any]) -> None:
         self.ctx, self.task, self.session, self.loops = ctx, task, session, loops
         self.tools, self.offered = tools, offered
-        self.cap: int = int(limits["actions"])
         self.message_cap: int | None = limits.get("messages")
         if ctx.count_tokens is None:  # a context built outside the driver: estimate (token_counter=approx)
             from masgrid.envs.tokens import approx_tokens
@@ -136,11 +143,11 @@ class _Phase:
             loop.steps += 1
             rows_after = await self._apply(loop, completion)
             await ctx.record_step(ctx.phase, loop.steps, loop.agent, started, completion, rows, rows_after)
-            if loop.actions >= self.cap and not loop.done:
+            if loop.actions >= loop.cap and not loop.done:
                 loop.done, loop.capped = True, True
                 await ctx.record_step(ctx.phase, loop.steps, loop.agent, None, None, [], [
                     _row("harness", verb="cap", reply=self.task.harness_text(
-                        "not_executed", why=self.task.harness_text("cap_reached", cap=self.cap)), ok=False)])
+                        "not_executed", why=self.task.harness_text("cap_reached", cap=loop.cap)), ok=False)])
 
     def _inputs(self, loop: Loop) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What the agent's next call appends: pending tool results and notes, then every
@@ -176,8 +183,8 @@ class _Phase:
             why = None
             if loop.done:
                 why = self.task.harness_text("after_finish")
-            elif loop.actions >= self.cap:
-                why = self.task.harness_text("cap_reached", cap=self.cap)
+            elif loop.actions >= loop.cap:
+                why = self.task.harness_text("cap_reached", cap=loop.cap)
             if why is not None:
                 text = self.task.harness_text("not_executed", why=why)
                 loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})

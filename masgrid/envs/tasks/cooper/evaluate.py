@@ -33,12 +33,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from masgrid.envs.tasks.cooper.gitops import GitError, apply_patch, git, reset_to, scratch_clone
+from masgrid.envs.tasks.cooper.gitops import TESTS_PATCH_FIRST, GitError, apply_patch, git, reset_to, scratch_clone
 from masgrid.envs.tasks.cooper.layout import CooperDataError, CooperTaskData
 from masgrid.envs.tasks.cooper.merge import MergeAttempt, Resolver, make_branches, merge_branches
 from masgrid.envs.tasks.cooper.repos import require_base
-from masgrid.envs.tasks.cooper.sandbox import Sandbox, interpreter_paths
-from masgrid.envs.tasks.cooper.testenv import TestEnv, ensure_env
+from masgrid.envs.tasks.cooper.sandbox import BASE_ENV, Sandbox, interpreter_paths
+from masgrid.envs.tasks.cooper.testenv import TestEnv, TestEnvError, ensure_env
 from masgrid.envs.tasks.cooper.testrun import (OUTPUT_TAIL, FeatureTestResult, feature_passes, import_root,
                                                parse_pytest_summary, pytest_args)
 
@@ -121,21 +121,68 @@ def agent_patch(worktree: Path, base_commit: str) -> str:
 def _run_feature_tests(task: CooperTaskData, fid: int, repo: Path, commit: str, env: TestEnv,
                        sandbox: Sandbox, args: list[str], timeout_s: float) -> FeatureTestResult:
     reset_to(repo, commit)
-    status = apply_patch(repo, task.features[fid].tests_patch, f"tests{fid}")
+    status = apply_patch(repo, task.features[fid].tests_patch, f"tests{fid}", first=TESTS_PATCH_FIRST)
     if status != "applied":
         return FeatureTestResult(tests_patch="failed", exit_code=None, passed=0, failed=0, errors=0,
                                  timed_out=False, passed_feature=False, wall_s=0.0,
                                  output_tail=f"tests.patch of feature {fid} did not apply to the merged tree")
-    box = Sandbox(sandbox.settings, writable=[repo],
-                  readable=[*sandbox.readable, *interpreter_paths(env.python), *env.readable])
+    box = env_sandbox(sandbox, repo, env)
     result = box.run([str(env.python), "-m", "pytest", *args], cwd=repo, timeout_s=timeout_s,
-                     env={**env.variables, "PYTHONPATH": str(import_root(repo))})
+                     env=env_variables(env, repo))
     output = result.stdout + result.stderr
+    if _NO_PYTEST.search(output) and not parse_pytest_summary(result.stdout).summary_found:
+        raise TestEnvError(f"test environment {env.root}: pytest could not be started for feature {fid} "
+                           f"({_NO_PYTEST.search(output).group(0)}); an infrastructure fault, not the agents'")
     counts = parse_pytest_summary(result.stdout)
     return FeatureTestResult(tests_patch="applied", exit_code=result.exit_code, passed=counts.passed,
                              failed=counts.failed, errors=counts.errors, timed_out=result.timed_out,
                              passed_feature=feature_passes(result.exit_code, counts), wall_s=result.wall_s,
                              output_tail=output[-OUTPUT_TAIL:])
+
+
+#: what Python says when the environment has no pytest (never a test outcome)
+_NO_PYTEST = re.compile(r"No module named '?pytest'?(?![\w.])")
+
+
+def env_variables(env: TestEnv, tree: Path) -> dict[str, str]:
+    """Variables of a command that uses the test environment on `tree`: its interpreter and
+    scripts first on PATH, the tree's import root (src/ or the tree) first on PYTHONPATH."""
+    return {**env.variables, "PATH": f"{env.bin_dir}:{BASE_ENV['PATH']}", "VIRTUAL_ENV": str(env.root),
+            "PYTHONPATH": str(import_root(tree))}
+
+
+def env_readable(env: TestEnv) -> list[Path]:
+    """Read-only paths a sandboxed command needs to use the environment (it and its base interpreter)."""
+    return [*interpreter_paths(env.python), *env.readable]
+
+
+def env_sandbox(sandbox: Sandbox, tree: Path, env: TestEnv) -> Sandbox:
+    """`sandbox`'s settings with only `tree` writable and the environment readable."""
+    return Sandbox(sandbox.settings, writable=[tree], readable=[*sandbox.readable, *env_readable(env)])
+
+
+def check_env_in_sandbox(env: TestEnv, sandbox: Sandbox, tree: Path) -> None:
+    """`python -c "import pytest"` with the environment, as the tests will run (inside the
+    sandbox, same mounts and variables); TestEnvError naming the environment if it fails."""
+    box = env_sandbox(sandbox, tree, env)
+    result = box.run([str(env.python), "-c", "import pytest"], cwd=tree, timeout_s=120,
+                     env=env_variables(env, tree))
+    if result.exit_code != 0:
+        why = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}, killed={result.killed}"])[-1]
+        raise TestEnvError(f"test environment {env.root} cannot import pytest in the sandbox: {why}")
+
+
+def task_env(task: CooperTaskData, repos_dir: Path, cache_dir: Path) -> TestEnv:
+    """The task's test environment (built on first use, checked on every use) from a scratch
+    checkout of its base commit, before any agent starts. TestEnvError (one line) if none can be had."""
+    clone = require_base(repos_dir, task)
+    work = Path(tempfile.mkdtemp(prefix="env-", dir=_mkdir(Path(cache_dir) / "work")))
+    try:
+        return ensure_env(scratch_clone(clone, task.base_commit, work / "base"), Path(cache_dir))
+    except GitError as exc:
+        raise CooperDataError(f"{task.name}: {exc}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _all_pass(tests: dict[int, FeatureTestResult]) -> bool:
@@ -170,6 +217,9 @@ def evaluate_patches(task: CooperTaskData, patches: dict[int, str], repos_dir: P
     try:
         repo = scratch_clone(clone, task.base_commit, work / "repo")
         env = ensure_env(repo, cache_dir)
+        check_env_in_sandbox(env, sandbox, repo)
+        if env.rebuilt:
+            notes.append(f"test environment {env.key} was rebuilt: {env.rebuilt}")
         branches = make_branches(repo, task.base_commit, cleaned)
         conflicts: dict[str, int] = {}
         tests: dict[int, FeatureTestResult] = {}
@@ -219,7 +269,8 @@ def evaluate_patches(task: CooperTaskData, patches: dict[int, str], repos_dir: P
             apply_status=branches.apply_status, feature_pass=feature_pass,
             feature_tests={f: t.model_dump() for f, t in tests.items()}, success=all(feature_pass.values()),
             wall_s=time.monotonic() - start,
-            env={"key": env.key, "mode": env.mode, "built_s": round(env.built_s, 3), "reused": env.reused},
+            env={"key": env.key, "mode": env.mode, "built_s": round(env.built_s, 3), "reused": env.reused,
+                 "pytest": env.pytest_version, "rebuilt": env.rebuilt},
             sandbox=sandbox.settings.kind, notes=notes, resolver_outcome=outcome, resolver_failure=failure)
     except GitError as exc:
         raise CooperDataError(f"{task.name}: {exc}") from None

@@ -49,13 +49,20 @@ def reset_to(repo: Path, commit: str) -> None:
     git(repo, "clean", "-qfdx")
 
 
-def apply_patch(repo: Path, patch: str, name: str) -> str:
-    """Apply a diff to the working tree: "applied", "empty" or "failed" (plain, then 3-way)."""
+#: the first `git apply` of a task's tests.patch, as the release's run_tests.sh has it:
+#: `git apply --ignore-whitespace --ignore-space-change P || git apply --3way P`
+TESTS_PATCH_FIRST = ("--ignore-whitespace", "--ignore-space-change")
+
+
+def apply_patch(repo: Path, patch: str, name: str, first: tuple[str, ...] = ()) -> str:
+    """Apply a diff to the working tree: "applied", "empty" or "failed". Tried with the options
+    `first` (none: a plain apply, as the release applies agents' patches; TESTS_PATCH_FIRST for a
+    tests.patch), then with `--3way`."""
     if not patch.strip():
         return "empty"
     path = Path(git(repo, "rev-parse", "--absolute-git-dir").stdout.strip()) / f"masgrid-{name}.patch"
     path.write_text(patch if patch.endswith("\n") else patch + "\n", encoding="utf-8")
-    for extra in ((), ("--3way",)):
+    for extra in (first, ("--3way",)):
         if git(repo, "apply", "--whitespace=nowarn", *extra, str(path), check=False).returncode == 0:
             return "applied"
         git(repo, "reset", "--quiet", "--hard")

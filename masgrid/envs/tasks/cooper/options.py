@@ -34,9 +34,11 @@ class CooperOptions(BaseModel):
                                                    "run); null = a temporary directory")
     sandbox: Literal["bwrap", "none"] = Field("bwrap", description="bwrap: every tool and test command in "
                                               "bubblewrap; none: an explicit opt-out, recorded in every row")
-    max_actions: int = Field(100, ge=1, le=10_000, description="actions (tool calls, messages included) per agent "
-                                                               "in execution (section 2.1: 100)")
-    plan_actions: int = Field(20, ge=1, le=1_000, description="actions per agent in the planning phase")
+    max_actions: int = Field(100, ge=2, le=10_000, description="actions (tool calls, messages included) per agent "
+                             "in all, planning included (section 2.1: an upper bound of 100 actions an agent can "
+                             "take to complete a task)")
+    plan_actions: int = Field(20, ge=1, le=1_000, description="the most of max_actions an agent may spend in the "
+                              "planning phase; execution gets what planning left")
     plan_rounds: int = Field(3, ge=0, le=50, description="planning: messages each agent may send before it "
                                                         "must write its plan (0: plans without talking)")
     resolver: Literal["none", "llm"] = Field("none", description="the merge stage after union: none, or the "
@@ -56,6 +58,13 @@ class CooperOptions(BaseModel):
         if len(set(value)) != len(value):
             raise ValueError(f"features must be distinct, got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _planning_leaves_actions(self) -> CooperOptions:
+        if self.plan_actions >= self.max_actions:
+            raise ValueError(f"cooper.plan_actions ({self.plan_actions}) must be below cooper.max_actions "
+                             f"({self.max_actions}): planning's actions come out of the run's budget")
+        return self
 
     @model_validator(mode="after")
     def _resolver_model_needs_llm(self) -> CooperOptions:

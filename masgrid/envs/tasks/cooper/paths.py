@@ -25,9 +25,15 @@ class CooperPaths(BaseModel):
 
 
 def default_cache_dir() -> Path:
-    """~/.cache/masgrid/cooper (or $MASGRID_COOPER_CACHE): per-task test environments and the demo pool."""
+    """Where runs and `masgrid cooper eval` keep test environments, the demo pool and checkouts
+    when no cache directory is given: $MASGRID_COOPER_CACHE, else $XDG_CACHE_HOME/masgrid/cooper,
+    else ~/.cache/masgrid/cooper (one rule for both, so an environment built by one is reused by
+    the other)."""
     env = os.environ.get("MASGRID_COOPER_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "masgrid" / "cooper"
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache").resolve() / "masgrid" / "cooper"
 
 
 def resolve_paths(options: CooperOptions) -> CooperPaths:

@@ -259,8 +259,10 @@ class _PidsCgroup:
 class Sandbox:
     """Runs commands with `writable` paths read-write and `readable` paths read-only."""
 
-    def __init__(self, settings: SandboxSettings, writable: list[Path], readable: list[Path] | None = None) -> None:
+    def __init__(self, settings: SandboxSettings, writable: list[Path], readable: list[Path] | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.settings = settings
+        self.env = dict(env or {})  # variables every command gets (over BASE_ENV; a run's `env` wins)
         self.writable = [self._existing(p, "writable") for p in writable]
         self.readable = [self._existing(p, "readable") for p in (readable or [])]
         self._bwrap = shutil.which("bwrap")
@@ -349,7 +351,7 @@ class Sandbox:
             env: dict[str, str] | None = None) -> ShellResult:
         """Run `command` (a string goes to bash -c) in `cwd`; never raises for what the command does."""
         cwd = self._check_cwd(cwd)
-        full_env = {**BASE_ENV, **(env or {})}
+        full_env = {**BASE_ENV, **self.env, **(env or {})}
         inner = ["/bin/bash", "-c", command] if isinstance(command, str) else [str(a) for a in command]
         if not inner:
             raise SandboxError("empty command")

@@ -1,5 +1,10 @@
 """One run's workspaces: a checkout per agent (workspace.make_worktree) at the base commit, its sandboxed tools.
 
+The task's test environment (testenv.py, the one the evaluator uses) is built or checked
+first, so a run that could not be scored fails before its agents start; every agent's
+sandbox gets it read-only, with its interpreter first on PATH and the worktree's import
+root on PYTHONPATH, so agents can run the project's tests as the evaluator will.
+
 Made when the planning phase starts and kept through execution (planning only reads);
 each agent's patch is its worktree's diff against the base, test files excluded
 (evaluate.agent_patch), taken when execution ends; the worktrees are then removed. File
@@ -45,6 +50,7 @@ class CooperSession:
     """The agents' worktrees and tool boxes for one run (envs layer: no Ray, no platform)."""
 
     def __init__(self, instance: Instance) -> None:
+        from masgrid.envs.tasks.cooper.evaluate import env_readable, env_variables, task_env
         from masgrid.envs.tasks.cooper.layout import load_task
         from masgrid.envs.tasks.cooper.repos import clone_path
         from masgrid.envs.tasks.cooper.sandbox import SandboxSettings
@@ -56,6 +62,9 @@ class CooperSession:
         self.n_agents = instance.n_agents
         data = load_task(Path(p["data_dir"]), p["pool"], int(p["task_id"]))
         clone = clone_path(Path(p["repos_dir"]), data)
+        # the evaluator's test environment, built (or checked) before any agent starts: a run that
+        # cannot be tested fails now, in one line, not after the agents worked; the agents get it too
+        self.env = task_env(data, Path(p["repos_dir"]), Path(p["cache_dir"]))
         base = Path(p["work_dir"]).expanduser() if p.get("work_dir") else Path(p["cache_dir"]) / "work"
         base.mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="run-", dir=base))
@@ -66,7 +75,8 @@ class CooperSession:
             for i in range(self.n_agents):
                 tree = make_worktree(clone, self.base_commit, self.root / f"agent_{i + 1}", f"agent_{i + 1}")
                 self.worktrees.append(tree)
-                sandbox = agent_sandbox(SandboxSettings(kind=p["sandbox"], timeout_s=float(p["tool_timeout_s"])), tree)
+                sandbox = agent_sandbox(SandboxSettings(kind=p["sandbox"], timeout_s=float(p["tool_timeout_s"])), tree,
+                                        readable=env_readable(self.env), env=env_variables(self.env, tree))
                 self.boxes.append(ToolBox(tree, sandbox, ToolLimits(bash_timeout_s=float(p["tool_timeout_s"]))))
         except BaseException:
             self.close()

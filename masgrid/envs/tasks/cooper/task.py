@@ -63,6 +63,7 @@ class CooperTask(Task):
     conditions = ("base",)
     #: a repository state and features, not a workload: `k` and `mode` are never read
     ignored_keys = ("k", "mode")
+    null_ignored_columns = True  # rows show k and mode as null: they mean nothing here
     pool: ClassVar[str]
     task_id: ClassVar[int]
 
@@ -101,6 +102,15 @@ class CooperTask(Task):
         self._data(options)  # a missing dataset, task or feature is one line now
         paths = resolve_paths(options)
         _require_base(str(paths.repos_dir), str(paths.data_dir), self.pool, self.task_id)
+
+    def prepare_runs(self, **extra: Any) -> None:
+        """Before any run of this task starts (the platform's preflight): the task's test
+        environment is built, or checked if cached, so a sweep whose runs could not be scored
+        stops at once with one line (TestEnvError) instead of failing every run after its agents
+        worked. Once per task and paths in a process."""
+        options = options_of({k: v for k, v in extra.items() if k in OPTION_KEYS})
+        paths = resolve_paths(options)
+        _prepare(str(paths.data_dir), str(paths.repos_dir), str(paths.cache_dir), self.pool, self.task_id)
 
     # -- data ------------------------------------------------------------------------------------
     def _data(self, options: CooperOptions):  # -> CooperTaskData
@@ -160,12 +170,14 @@ class CooperTask(Task):
 
         return tool_specs(offered_tools(phase, str(instance.params["setting"]), instance.n_agents))
 
-    def phase_limits(self, instance: Instance, phase: int) -> dict[str, int]:
-        """Actions per agent, and messages per agent (None: unlimited) in a phase."""
+    def phase_limits(self, instance: Instance, phase: int) -> dict[str, Any]:
+        """Actions per agent, and messages per agent (None: unlimited) in a phase. Section 2.1's
+        budget is 100 actions an agent takes *in all*: execution gets `max_actions` less what the
+        agent used in planning (`shared`); planning may use at most `plan_actions` of them."""
         p = instance.params
         if phase == prompts.PLAN_PHASE:
             return {"actions": int(p["plan_actions"]), "messages": int(p["plan_rounds"])}
-        return {"actions": int(p["max_actions"]), "messages": None}  # type: ignore[dict-item]
+        return {"actions": int(p["max_actions"]), "messages": None, "shared": True}
 
     @staticmethod
     def check_arguments(name: str, arguments: dict[str, Any]) -> str | None:
@@ -205,6 +217,16 @@ class CooperTask(Task):
         return {"cooper_pool": p["pool"], "cooper_task_id": int(p["task_id"]),
                 "cooper_features": ",".join(str(f) for f in p["features"]), "cooper_setting": p["setting"],
                 "cooper_sandbox": p["sandbox"]}
+
+    def config_columns(self, **extra: Any) -> dict[str, Any]:
+        """The cooper_* columns from the options alone: a failed run keeps its setting and features."""
+        try:
+            options = options_of({k: v for k, v in extra.items() if k in OPTION_KEYS})
+        except ValueError:
+            return {"cooper_pool": self.pool, "cooper_task_id": self.task_id}
+        return {"cooper_pool": self.pool, "cooper_task_id": self.task_id,
+                "cooper_features": ",".join(str(f) for f in options.features), "cooper_setting": options.setting,
+                "cooper_sandbox": options.sandbox}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         from masgrid.envs.tasks.cooper.policy import GoldPatchPolicy
@@ -248,6 +270,15 @@ def _require_base(repos_dir: str, data_dir: str, pool: str, task_id: int) -> Non
     from masgrid.envs.tasks.cooper.repos import require_base
 
     require_base(Path(repos_dir), _load(data_dir, pool, task_id))
+
+
+@lru_cache(maxsize=64)
+def _prepare(data_dir: str, repos_dir: str, cache_dir: str, pool: str, task_id: int) -> None:
+    from pathlib import Path
+
+    from masgrid.envs.tasks.cooper.evaluate import task_env
+
+    task_env(_load(data_dir, pool, task_id), Path(repos_dir), Path(cache_dir))
 
 
 def _base_text(params: dict[str, Any], data: Any, path: str) -> str:

@@ -92,7 +92,9 @@ def sandbox_mounts(worktree: Path) -> tuple[list[Path], list[Path]]:
     return [worktree], [worktree / ".git"]
 
 
-def agent_sandbox(settings: SandboxSettings, worktree: Path, readable: list[Path] | None = None) -> Sandbox:
-    """The sandbox an agent's tools run in: its own worktree and nothing of anyone else's."""
+def agent_sandbox(settings: SandboxSettings, worktree: Path, readable: list[Path] | None = None,
+                  env: dict[str, str] | None = None) -> Sandbox:
+    """The sandbox an agent's tools run in: its own worktree and nothing of anyone else's, plus
+    `readable` (read-only: the task's test environment) and `env` (variables of every command)."""
     writable, git_readable = sandbox_mounts(worktree)
-    return Sandbox(settings, writable=writable, readable=git_readable + list(readable or []))
+    return Sandbox(settings, writable=writable, readable=git_readable + list(readable or []), env=env)

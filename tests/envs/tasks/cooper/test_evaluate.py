@@ -136,3 +136,35 @@ def test_a_conflict_union_cannot_resolve_fails_every_feature(setup, tmp_path):
     assert result.merge_stage == "failed" and result.conflicts == {"naive": 1, "union": 1}
     assert result.feature_pass == {1: False, 3: False} and result.feature_tests == {} and not result.success
     assert any("no merge stage" in n for n in result.notes)
+
+
+def test_tests_patch_is_applied_ignoring_whitespace_first_as_the_release_does(setup):
+    """Issue 25: run_tests.sh applies a tests.patch with `git apply --ignore-whitespace
+    --ignore-space-change`, and only if that fails with `--3way`. A tests.patch whose context
+    differs from the tree only in whitespace (and that carries no blob ids for --3way) applies
+    that way; a plain apply followed by --3way (the agents' patches) refuses it."""
+    pool, task, sandbox, cache = setup
+    # feature 3's tests plus one more assertion in tests/test_base.py, whose context lines have
+    # runs of blanks where the base file has one (as a reformatted copy of the file would)
+    tests_patch = task.features[3].tests_patch + (
+        "diff --git a/tests/test_base.py b/tests/test_base.py\n"
+        "--- a/tests/test_base.py\n"
+        "+++ b/tests/test_base.py\n"
+        "@@ -8,3 +8,4 @@\n"
+        " def  test_truncate_keeps_short_text():\n"
+        "     assert  truncate(\"abc\",  5) == \"abc\"\n"
+        "+    assert truncate(\"abcdef\", 3) != \"abcdef\"\n"
+        " \n")
+    features = dict(task.features)
+    features[3] = features[3].model_copy(update={"tests_patch": tests_patch})
+    odd = task.model_copy(update={"features": features})
+    result = evaluate_patches(odd, {3: task.features[3].patch, 4: task.features[4].patch}, pool.repos_dir,
+                              sandbox=sandbox, cache_dir=cache)
+    assert result.feature_tests[3]["tests_patch"] == "applied"
+    assert result.feature_pass[3] is True
+
+    from masgrid.envs.tasks.cooper.gitops import TESTS_PATCH_FIRST, apply_patch
+
+    repo = scratch_clone(pool.repos_dir / "textkit", task.base_commit, cache.parent / "ws-check")
+    assert apply_patch(repo, tests_patch, "plain") == "failed"  # plain, then --3way: refused
+    assert apply_patch(repo, tests_patch, "lenient", first=TESTS_PATCH_FIRST) == "applied"
