@@ -47,9 +47,14 @@ def inverted_u(runs: pd.DataFrame, path: str | Path, condition: str = "base", no
     groups = list(table.groupby(["task", "subject"], dropna=False))
     fig, axes = _panels(max(1, len(groups)))
     for ax, ((task, subject), group) in zip(axes, groups):
-        for model, g in group.groupby("model"):
+        # one line per model, T and setting: runs of different discussion lengths or settings are
+        # different curves, never one (the label names T and the setting only where they vary)
+        lines = group.groupby(["model", "discussion_rounds", "setting"], dropna=False)
+        several_t, several_s = group["discussion_rounds"].nunique() > 1, group["setting"].nunique() > 1
+        for (model, rounds, setting), g in lines:
             g = g.sort_values("agents")
-            ax.errorbar(g["agents"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=str(model))
+            label = str(model) + (f", T={rounds}" if several_t else "") + (f", {setting}" if several_s else "")
+            ax.errorbar(g["agents"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=label)
             ax.set_xticks(sorted(group["agents"].unique()))
             for x, y, r, q in zip(g["agents"], g["accuracy"], g["repeats"], g["questions"]):
                 _n_label(ax, x, y, f"{int(r)}x{int(q)}")
