@@ -132,6 +132,9 @@ def optimum(runs: pd.DataFrame) -> pd.DataFrame:
     """Per cell family: n*, its accuracy, A(1), and Definition 4 (sufficiently driven),
     decided on exact fractions (`exact_accuracy`); the accuracies are reported in %."""
     exact = exact_accuracy(runs)
+    columns = [*FAMILY, "n_star", "accuracy_at_n_star", "accuracy_n1", "sufficiently_driven", "ns"]
+    if exact.empty:
+        return pd.DataFrame(columns=columns)
     rows = []
     for family, group in exact.groupby(level=list(FAMILY), dropna=False):
         acc: dict[int, Fraction] = {int(n): a for n, a in group.droplevel(list(FAMILY)).items()}
@@ -142,8 +145,7 @@ def optimum(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({**dict(zip(FAMILY, family)), "n_star": n_star, "accuracy_at_n_star": float(100 * best),
                      "accuracy_n1": float(100 * single) if single is not None else np.nan,
                      "sufficiently_driven": driven, "ns": ",".join(map(str, sorted(acc)))})
-    return pd.DataFrame(rows, columns=[*FAMILY, "n_star", "accuracy_at_n_star", "accuracy_n1", "sufficiently_driven",
-                                       "ns"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def arrow(diff: float) -> str:
