@@ -41,8 +41,11 @@ FAMILY = ("model", "task", "subject", "condition", "discussion_rounds", "setting
 ABLATIONS = {"no_belief": "Belief", "no_personality": "Personality", "no_expertise": "Expertise"}
 #: run columns outside FAMILY whose value can change a run's answer (sampling as sent, backend)
 SETTING_COLUMNS = ("backend", "temperature", "top_p", "max_tokens", "sampling_seed")
-#: `simas` options that select the question within a cell family's sample, not a setting
-NOT_SETTINGS = ("question",)
+#: `simas` options that are no setting: the question index (which question of the cell's sample),
+#: and the subject and T, which FAMILY holds already
+NOT_SETTINGS = ("question", "subject", "rounds")
+#: options that do not apply to the CoT baseline (one agent, no profiles, no discussion)
+NOT_COT = ("simas.profiles", "simas.answer_from", "simas.sim_conformity")
 
 
 def _simas_options(config_json: object) -> dict[str, object]:
@@ -69,8 +72,12 @@ def settings_of(runs: pd.DataFrame) -> pd.Series:
     for key in sorted({k for o in options for k in o}):
         values[key] = [json.dumps(o.get(key), sort_keys=True) if isinstance(o.get(key), (dict, list)) else o.get(key)
                        for o in options]
-    varying = [k for k, v in values.items() if len({repr(x) for x in v}) > 1]
-    labels = ["; ".join(f"{k}={values[k][i]}" for k in varying) for i in range(len(runs))]
+    cot = (runs["condition"] == "cot").to_list() if "condition" in runs else [False] * len(runs)
+    # a CoT run neither varies nor is labelled in an option that does not apply to it
+    varying = [k for k, v in values.items()
+               if len({repr(x) for x, c in zip(v, cot) if not (c and k in NOT_COT)}) > 1]
+    labels = ["; ".join(f"{k}={values[k][i]}" for k in varying if not (cot[i] and k in NOT_COT))
+              for i in range(len(runs))]
     return pd.Series(labels, index=runs.index, dtype=object)
 
 
@@ -185,15 +192,26 @@ def ablation_table(runs: pd.DataFrame, ns: tuple[int, ...] = (2, 4, 6, 8)) -> pd
 
 
 def cot_comparison(runs: pd.DataFrame) -> pd.DataFrame:
-    """Section 5 / Figure 6: CoT accuracy next to each n's SIMAS accuracy, per model and task."""
+    """Section 5 / Figure 6: CoT accuracy next to each n's SIMAS accuracy, one row per model,
+    task, subject, T and setting (never pooled). A row's CoT is the CoT cell of its model,
+    task and subject: the only one, or the one of the same setting label; else empty."""
     table = accuracy_table(runs).reset_index()
     if table.empty:
         return table
-    cot = table[table["condition"] == "cot"].set_index(["model", "task", "subject"])["accuracy"]
+    keys = ["model", "task", "subject"]
+    cot: dict[tuple, list[tuple[str, float]]] = {}
+    for r in table[table["condition"] == "cot"].itertuples(index=False):
+        cot.setdefault((r.model, r.task, r.subject), []).append((r.setting, r.accuracy))
     simas = table[table["condition"] == "base"]
-    out = simas.pivot_table(index=["model", "task", "subject"], columns="agents", values="accuracy")
+    out = simas.pivot_table(index=[*keys, "discussion_rounds", "setting"], columns="agents", values="accuracy")
     out.columns = [f"SIMAS n={int(c)}" for c in out.columns]
-    out.insert(0, "CoT", cot.reindex(out.index))
+
+    def partner(index: tuple) -> float:
+        cells = cot.get(tuple(index[:3]), [])
+        same = [a for s, a in cells if s == index[4]]
+        return cells[0][1] if len(cells) == 1 else same[0] if len(same) == 1 else np.nan
+
+    out.insert(0, "CoT", [partner(i) for i in out.index])
     return out
 
 

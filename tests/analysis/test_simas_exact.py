@@ -140,3 +140,27 @@ def test_settings_split_cells_and_table4() -> None:
     same = runs[runs["temperature"] == 0.0]
     same = same[same["config_json"].str.contains('"generate"')]
     assert set(simas.accuracy_table(same).reset_index()["setting"]) == {""}
+
+
+def test_cot_comparison_keeps_t_and_settings_apart() -> None:
+    """SIMAS rows per T and setting; the one CoT cell of the subject sits beside each. Options
+    that do not apply to CoT (profiles, answer_from) neither label nor split the CoT run."""
+    def cfg(**simas_options: object) -> str:
+        return json.dumps({"simas": {"question": 0, **simas_options}})
+
+    rows = []
+    for q in range(4):
+        for rounds in (1, 3):
+            for who in ("first", "last"):
+                for n in (1, 2):
+                    correct = q < (1 if who == "first" else 3) + (rounds == 3)
+                    rows.append(run(n, 0, q, correct, discussion_rounds=rounds,
+                                    config_json=cfg(profiles="pool", answer_from=who, rounds=rounds)))
+        rows.append(run(1, 0, q, q < 2, condition="cot", config_json=cfg(profiles="generate", rounds=3)))
+    runs = pd.DataFrame(rows)
+    assert set(simas.settings_of(runs)) == {"simas.answer_from=first", "simas.answer_from=last", ""}
+    table = simas.cot_comparison(runs).reset_index()
+    assert len(table) == 4 and set(table["CoT"]) == {50.0}
+    got = {(r["discussion_rounds"], r["setting"]): r["SIMAS n=2"] for r in table.to_dict("records")}
+    assert got == {(1, "simas.answer_from=first"): 25.0, (3, "simas.answer_from=first"): 50.0,
+                   (1, "simas.answer_from=last"): 75.0, (3, "simas.answer_from=last"): 100.0}
