@@ -144,7 +144,6 @@ def test_registries_answer_in_a_fresh_process() -> None:
     unknown name is a KeyError that lists the known ones."""
     code = """
 from masgrid.envs.protocols import PROTOCOLS, get_protocol
-from masgrid.envs.tasks.base import AgentView
 validator = get_protocol("groupchat").reply_validator
 assert validator is not None and PROTOCOLS.get("groupchat") is not None
 assert get_protocol("workspace").name == "workspace"
@@ -154,7 +153,7 @@ from masgrid.actors.backends import _FACTORIES
 assert _FACTORIES["serve"] is not None
 from masgrid.envs.tasks import get_task
 assert get_task("simas/ekar").name == "simas/ekar"
-for lookup in (get_protocol, get_scheduler, get_task):
+for lookup in (get_protocol, get_scheduler, get_task, _FACTORIES.__getitem__):
     try:
         lookup("nope")
     except KeyError as exc:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 #: "Confidence: 80", "**Confidence:** 80%", "confidence = 72.5" at the start of a line
-_CONFIDENCE = re.compile(r"^[\s*_>#-]*confidence[\s*_]*[:=][\s*_]*(\d{1,3}(?:\.\d+)?)\s*%?", re.IGNORECASE | re.MULTILINE)
+_CONFIDENCE = re.compile(r"^[\s*_>#-]*confidence[\s*_]*[:=][\s*_]*(\d{1,3}(?:\.\d+)?)\s*%?",
+                         re.IGNORECASE | re.MULTILINE)
 
 
 def parse_confidence(text: str | None) -> float | None:
