@@ -4,7 +4,8 @@ Conventions (docs/tasks/simas.md):
 - A run answers one question; a *cell* is (model, task, subject, condition, T, setting, n),
   where `setting` names every other recorded choice that can change a run's answer and
   differs between the runs analysed (sampling, backend, the `simas` options but the
-  question index; `settings_of`), so no table pools runs made under different ones. Within a
+  question index, subject and T; `settings_of`), so no table pools runs made under
+  different ones. Within a
   cell, each repeat (`seed`) has an accuracy: the mean over its questions. The cell's
   accuracy is the mean of the repeats' accuracies and its spread the population standard
   deviation across repeats (ddof = 0: the paper's reported spreads, e.g. 9.61% and 17.32%,
@@ -61,7 +62,8 @@ def _simas_options(config_json: object) -> dict[str, object]:
 def settings_of(runs: pd.DataFrame) -> pd.Series:
     """Per run, the settings outside FAMILY that can change its answer and vary among
     `runs`, as "key=value; ..." ("" where all runs share them): the sampling columns and
-    the `simas` options of config_json except the question index."""
+    the `simas` options of config_json but those in NOT_SETTINGS (and, for CoT runs, those
+    in NOT_COT)."""
     if runs.empty:
         return pd.Series([], index=runs.index, dtype=object)
     values: dict[str, list[object]] = {}
