@@ -164,3 +164,14 @@ def test_cot_comparison_keeps_t_and_settings_apart() -> None:
     got = {(r["discussion_rounds"], r["setting"]): r["SIMAS n=2"] for r in table.to_dict("records")}
     assert got == {(1, "simas.answer_from=first"): 25.0, (3, "simas.answer_from=first"): 50.0,
                    (1, "simas.answer_from=last"): 75.0, (3, "simas.answer_from=last"): 100.0}
+
+
+def test_figure_points_keep_discussion_lengths_apart() -> None:
+    from masgrid.analysis import simas_figures
+
+    rows = []
+    for n in (1, 2):
+        rows += repeats(n, (17,), discussion_rounds=1) + repeats(n, (0,), discussion_rounds=3)
+    points = simas_figures.tokens_points(pd.DataFrame(rows))
+    got = {(r["discussion_rounds"], r["agents"]): r["accuracy"] for r in points.to_dict("records")}
+    assert got == {(1, 1): 100.0, (1, 2): 100.0, (3, 1): 0.0, (3, 2): 0.0}  # never 50 from pooling
