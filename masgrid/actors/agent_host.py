@@ -17,7 +17,7 @@ from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
 from masgrid.actors.backends.history import ChatHistory
 from masgrid.actors.backends.tool_calls import assistant_turn
-from masgrid.envs.protocols import PROTOCOLS
+from masgrid.envs.protocols import get_protocol
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter
 from masgrid.envs.tool_calls import tool_specs
@@ -77,8 +77,10 @@ class AgentHost:
             for i, s in setups.items()
         }
         self._acting = {i: asyncio.Lock() for i in setups}
-        protocol = PROTOCOLS.get(self.spec.protocol)
-        self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()} if protocol else {}
+        # resolved through the registry's provider table, never through what this worker
+        # happened to import: an unknown name is an error, not "no validator"
+        protocol = get_protocol(self.spec.protocol)
+        self.validators = {i: protocol.reply_validator(s.view) for i, s in setups.items()}
         # An agent has one call in flight at most: with no more agents than the limit allows
         # calls, the semaphore could never make a call wait, and acquiring it costs each call.
         limit = self.spec.settings.max_concurrency

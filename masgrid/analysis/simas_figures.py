@@ -47,9 +47,14 @@ def inverted_u(runs: pd.DataFrame, path: str | Path, condition: str = "base", no
     groups = list(table.groupby(["task", "subject"], dropna=False))
     fig, axes = _panels(max(1, len(groups)))
     for ax, ((task, subject), group) in zip(axes, groups):
-        for model, g in group.groupby("model"):
+        # one line per model, T and setting: runs of different discussion lengths or settings are
+        # different curves, never one (the label names T and the setting only where they vary)
+        lines = group.groupby(["model", "discussion_rounds", "setting"], dropna=False)
+        several_t, several_s = group["discussion_rounds"].nunique() > 1, group["setting"].nunique() > 1
+        for (model, rounds, setting), g in lines:
             g = g.sort_values("agents")
-            ax.errorbar(g["agents"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=str(model))
+            label = str(model) + (f", T={rounds}" if several_t else "") + (f", {setting}" if several_s else "")
+            ax.errorbar(g["agents"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=label)
             ax.set_xticks(sorted(group["agents"].unique()))
             for x, y, r, q in zip(g["agents"], g["accuracy"], g["repeats"], g["questions"]):
                 _n_label(ax, x, y, f"{int(r)}x{int(q)}")
@@ -66,27 +71,31 @@ def inverted_u(runs: pd.DataFrame, path: str | Path, condition: str = "base", no
 
 
 def tokens_points(runs: pd.DataFrame) -> pd.DataFrame:
-    """Figure 3's points: per model and n, accuracy and tokens per question averaged over the
-    (task, subject) cells of condition base, the standard error of that average of independent
-    cell means (sqrt(sum of the cells' SE^2) / cells; NaN if a cell has one repeat), the
-    number of cells and the fewest repeats in them."""
+    """Figure 3's points: per model, T, setting and n, accuracy and tokens per question
+    averaged over the (task, subject) cells of condition base, the standard error of that
+    average of independent cell means (sqrt(sum of the cells' SE^2) / cells; NaN if a cell
+    has one repeat), the number of cells and the fewest repeats in them. Runs of different T
+    or settings are different points, never averaged together."""
     table = accuracy_table(runs).reset_index()
     table = table[table["condition"] == "base"]
+    keys = ["model", "discussion_rounds", "setting", "agents"]
     rows = []
-    for (model, n), g in table.groupby(["model", "agents"]):
-        rows.append({"model": model, "agents": n, "accuracy": g["accuracy"].mean(),
+    for key, g in table.groupby(keys, dropna=False):
+        rows.append({**dict(zip(keys, key)), "accuracy": g["accuracy"].mean(),
                      "se": float(np.sqrt((g["se"] ** 2).sum(min_count=len(g)))) / len(g),
                      "tokens": g["tokens_per_question"].mean(), "cells": len(g), "repeats": int(g["repeats"].min())})
-    return pd.DataFrame(rows, columns=["model", "agents", "accuracy", "se", "tokens", "cells", "repeats"])
+    return pd.DataFrame(rows, columns=[*keys, "accuracy", "se", "tokens", "cells", "repeats"])
 
 
 def accuracy_vs_tokens(runs: pd.DataFrame, path: str | Path, note: str | None = None) -> Path:
     """Figure 3: mean accuracy against mean tokens per question, each point an n (labelled)."""
     points = tokens_points(runs)
     fig, (ax,) = _panels(1, width=7.0)
-    for model, g in points.groupby("model"):
+    several_t, several_s = points["discussion_rounds"].nunique() > 1, points["setting"].nunique() > 1
+    for (model, rounds, setting), g in points.groupby(["model", "discussion_rounds", "setting"], dropna=False):
         g = g.sort_values("agents")
-        ax.errorbar(g["tokens"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=str(model))
+        label = str(model) + (f", T={rounds}" if several_t else "") + (f", {setting}" if several_s else "")
+        ax.errorbar(g["tokens"], g["accuracy"], yerr=g["se"].fillna(0), marker="o", capsize=3, label=label)
         for r in g.itertuples():
             _n_label(ax, r.tokens, r.accuracy, f"n={r.agents} ({r.cells}c, {r.repeats}r)")
     spread = points["tokens"].max() / points["tokens"].min() if len(points) and points["tokens"].min() > 0 else 1

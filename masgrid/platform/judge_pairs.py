@@ -57,7 +57,8 @@ def find_pairs(results_dir: Path, where: dict[str, str]) -> tuple[list[Pair], in
         if key not in runs.columns:
             raise ValueError(f"judge: --where {key}: no such runs column")
         simas = simas[simas[key].astype(str) == value]
-    first = res.agents[res.agents["agent"] == 0].set_index("run_id")["submission"]
+    agents = res.agents
+    submissions = dict(zip(zip(agents["run_id"], agents["agent"].astype(int)), agents["submission"]))
     keys = ["model", "task", "question_id", "seed", "data_dir"]
     cot = {tuple(r[k] for k in keys): r for _, r in runs[runs["condition"] == "cot"].iterrows()}
     pairs, unpaired = [], 0
@@ -69,8 +70,14 @@ def find_pairs(results_dir: Path, where: dict[str, str]) -> tuple[list[Pair], in
         pairs.append(Pair(model=r["model"], task=r["task"], question_id=r["question_id"], seed=int(r["seed"]),
                           agents=int(r["agents"]), discussion_rounds=_int(r.get("discussion_rounds")),
                           simas_run_id=r["run_id"], cot_run_id=partner["run_id"], data_dir=r["data_dir"],
-                          simas_answer=answer_text(first.get(r["run_id"])), cot_answer=answer_text(first.get(partner["run_id"]))))
+                          simas_answer=answer_text(submissions.get((r["run_id"], _answerer(r)))),
+                          cot_answer=answer_text(submissions.get((partner["run_id"], 0)))))
     return pairs, unpaired
+
+
+def _answerer(run: pd.Series) -> int:
+    """The agent whose final answer is the run's output: a_1, or a_n under simas.answer_from=last."""
+    return int(run["agents"]) - 1 if run.get("answer_from") == "last" else 0
 
 
 def _int(value: Any) -> int | None:

@@ -121,6 +121,11 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
                         "was unusable after one retry), or missing; null under cot"),
     "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read, or several "
                           "different ones (ambiguous); scored wrong, the reason in the agent's submission"),
+    "answer_from": (pa.string(), "SIMAS: which agent gave the group's final answer, first (a_1, Algorithm 1) or last "
+                    "(a_n, appendix A.4) (simas.answer_from); null under cot"),
+    "answer_confidence": (pa.float64(), "SIMAS: confidence in percent (0-100) that the answering agent stated with the "
+                          "final answer (line 'Confidence: N', appendix A.4's auxiliary metric); null when none was "
+                          "stated, and for generation questions"),
     "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
     "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
     # AgentsNet (issue 6): graph, budget and soft score of the instance

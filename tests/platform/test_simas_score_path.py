@@ -59,5 +59,5 @@ def test_score_command_reports_an_unparsable_reply(tmp_path: Path) -> None:
                           "--answers", str(answers)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["metrics"] == {"submitted": 1, "answer_unparsable": True} and result["success"] is False
+    assert result["metrics"] == {"submitted": 1, "answer_unparsable": True, "answer_confidence": None} and result["success"] is False
     assert "no option letter" in result["invalid_answers"]["0"]

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid.actors.backends.clients import ClientCache
+from masgrid.envs.registry import Registry
 from masgrid.envs.tasks import AgentView, get_task
 from masgrid.envs.tokens import TokenCounter
 
@@ -15,13 +16,15 @@ BACKENDS = ("scripted", "openai", "serve")
 #: `serve`. `shared` is the host's per-run scratch space; `shared["clients"]` is the host's
 #: ClientCache, so stateless clients (HTTP pools, Serve handles) are made once per agent host
 #: and, on a pooled host, kept across runs.
-_FACTORIES: dict[str, Callable[..., ChatBackend]] = {}
+#: Lookups go through the provider table (masgrid/envs/registry.py), so `serve` resolves in any
+#: process, whether or not it imported the serving layer.
+_FACTORIES: Registry[Callable[..., ChatBackend]] = Registry("backend", {
+    "scripted": __name__, "openai": __name__, "serve": "masgrid.actors.serving.handle_backend"})
 
 
 def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callable[..., ChatBackend]]:
     def deco(factory: Callable[..., ChatBackend]) -> Callable[..., ChatBackend]:
-        _FACTORIES[name] = factory
-        return factory
+        return _FACTORIES.register(name, factory)
 
     return deco
 
@@ -51,12 +54,7 @@ def host_clients(shared: dict[str, Any]) -> ClientCache:
 
 def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view: AgentView,
                  protocol: str, seed: int, shared: dict[str, Any] | None = None) -> ChatBackend:
-    if kind == "serve" and kind not in _FACTORIES:
-        import masgrid.actors.serving.handle_backend  # noqa: F401  (registers `serve`)
-    try:
-        factory = _FACTORIES[kind]
-    except KeyError:
-        raise ValueError(f"unknown backend {kind!r}; choose one of {list(BACKENDS)}") from None
+    factory = _FACTORIES[kind]  # UnknownName (KeyError and ValueError) lists the backends
     backend = factory(settings, count, view, protocol, seed, shared if shared is not None else {})
     if settings.tool_mode == "fenced" and kind != "scripted":  # a policy makes its calls directly
         from masgrid.actors.backends.tool_calls import FencedTools

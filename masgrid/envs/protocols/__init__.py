@@ -1,34 +1,43 @@
-"""Communication substrates, by the names used in configs (`protocol=...`)."""
+"""Communication substrates, by the names used in configs (`protocol=...`).
+
+`PROTOCOLS` resolves every name through its providing module (masgrid/envs/registry.py):
+a process that never imported the SIMAS or CooperBench package still finds `groupchat` and
+`workspace`, with their reply validators. A substrate added elsewhere gets a line in
+`_PROVIDERS`."""
 
 from __future__ import annotations
 
 from masgrid.envs.protocols.base import AnswerParser, Protocol, ProtocolOptions, agent_name
-from masgrid.envs.protocols.broadcast import BroadcastProtocol
-from masgrid.envs.protocols.kv import KVProtocol
-from masgrid.envs.protocols.local import LocalProtocol
-from masgrid.envs.protocols.p2p import P2PProtocol
+from masgrid.envs.registry import Registry, UnknownName
 
-PROTOCOLS: dict[str, type[Protocol]] = {
-    BroadcastProtocol.name: BroadcastProtocol,
-    P2PProtocol.name: P2PProtocol,
-    KVProtocol.name: KVProtocol,
-    LocalProtocol.name: LocalProtocol,
+#: protocol name -> the module whose import registers it
+_PROVIDERS: dict[str, str] = {
+    "broadcast": "masgrid.envs.protocols.broadcast",
+    "p2p": "masgrid.envs.protocols.p2p",
+    "kv": "masgrid.envs.protocols.kv",
+    "local": "masgrid.envs.protocols.local",
+    "groupchat": "masgrid.envs.tasks.simas.groupchat",
+    "workspace": "masgrid.envs.tasks.cooper.workspace_protocol",
 }
+
+PROTOCOLS: Registry[type[Protocol]] = Registry("protocol", _PROVIDERS)
 
 
 def register_protocol(cls: type[Protocol]) -> type[Protocol]:
     """Class decorator: make a substrate selectable as `protocol=<cls.name>`."""
-    PROTOCOLS[cls.name] = cls
-    return cls
+    return PROTOCOLS.register(cls.name, cls)
+
+
+def get_protocol(name: str) -> type[Protocol]:
+    """The substrate class of `name`, importing its module if needed; UnknownName (a
+    KeyError and ValueError listing the known names) otherwise."""
+    return PROTOCOLS[name]
 
 
 def make_protocol(name: str, n_agents: int, answer_parser: AnswerParser,
                   options: ProtocolOptions | None = None) -> Protocol:
-    try:
-        cls = PROTOCOLS[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol {name!r}; choose one of {sorted(PROTOCOLS)}") from None
-    return cls(n_agents, answer_parser, options)
+    return get_protocol(name)(n_agents, answer_parser, options)
 
 
-__all__ = ["PROTOCOLS", "AnswerParser", "Protocol", "ProtocolOptions", "agent_name", "make_protocol", "register_protocol"]
+__all__ = ["PROTOCOLS", "AnswerParser", "Protocol", "ProtocolOptions", "UnknownName", "agent_name", "get_protocol",
+           "make_protocol", "register_protocol"]

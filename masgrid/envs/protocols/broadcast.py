@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols import register_protocol
 from masgrid.envs.protocols.base import agent_name, format_answer
 from masgrid.envs.protocols.messaging import MailboxProtocol
 
 
+@register_protocol
 class BroadcastProtocol(MailboxProtocol):
     name = "broadcast"
     receive_prefix = "broadcast from"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols import register_protocol
 from masgrid.envs.protocols.base import Protocol, agent_name, format_answer
 
 PREVIEW_CHARS = 120
@@ -27,6 +28,7 @@ class FileRow:
     updated: int
 
 
+@register_protocol
 class KVProtocol(Protocol):
     name = "kv"
     verbs = {

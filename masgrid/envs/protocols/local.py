@@ -32,6 +32,7 @@ from typing import Any, Callable, ClassVar
 import yaml
 
 from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
+from masgrid.envs.protocols import register_protocol
 from masgrid.envs.protocols.base import Protocol
 from masgrid.resources import conf_cached, read_text
 
@@ -145,6 +146,7 @@ class LocalReplyValidator:
             return Template(self.prompts["retry_json"]).safe_substitute(problem=str(exc))
 
 
+@register_protocol
 class LocalProtocol(Protocol):
     name = "local"
     #: what an agent's local input must hold (the task puts it there)

@@ -8,10 +8,12 @@ round boundary only if the receiver is still active then (messaging.py).
 from __future__ import annotations
 
 from masgrid.envs.harness import CommandError, CommandOutcome
+from masgrid.envs.protocols import register_protocol
 from masgrid.envs.protocols.base import agent_name
 from masgrid.envs.protocols.messaging import MailboxProtocol
 
 
+@register_protocol
 class P2PProtocol(MailboxProtocol):
     name = "p2p"
     receive_prefix = "from"

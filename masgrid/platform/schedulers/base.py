@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import OutcomeRecord
+from masgrid.envs.registry import Registry
 
 
 class AgentPool(Protocol):
@@ -71,16 +72,22 @@ class Scheduler(ABC):
     async def run_phase(self, ctx: PhaseContext) -> PhaseResult: ...
 
 
-SCHEDULERS: dict[str, type[Scheduler]] = {}
+#: schedule name -> the module whose import registers it (masgrid/envs/registry.py): a
+#: driver finds every schedule whatever it imported before
+_PROVIDERS: dict[str, str] = {
+    "lockstep": "masgrid.platform.schedulers.lockstep",
+    "sequential": "masgrid.platform.schedulers.sequential",
+    "asynchronous": "masgrid.platform.schedulers.asynchronous",
+    "local_rounds": "masgrid.platform.schedulers.local_rounds",
+}
+
+SCHEDULERS: Registry[type[Scheduler]] = Registry("schedule", _PROVIDERS)
 
 
 def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
-    SCHEDULERS[cls.name] = cls
-    return cls
+    return SCHEDULERS.register(cls.name, cls)
 
 
 def get_scheduler(name: str) -> Scheduler:
-    try:
-        return SCHEDULERS[name]()
-    except KeyError:
-        raise ValueError(f"no scheduler {name!r}; available: {sorted(SCHEDULERS)}") from None
+    """A fresh scheduler for `name`; UnknownName (KeyError and ValueError) lists the schedules."""
+    return SCHEDULERS[name]()

@@ -6,10 +6,10 @@ hands a message (`end_round` delivers exactly one, or none when the phase is ove
 - discussion phase: rounds t = 1..T, agents a_1..a_n in order; a speaker's message holds
   (on its first turn) the question, then every reply it has not yet seen, attributed by
   name and in order. Its own earlier replies are already in its history. After round T
-  the first agent gets everything since its last turn plus the request for the final
-  answer, which is parsed (`submitted` is the parsed answer, or the `unparsable` marker with
-  the reason, also for a reply naming several answers; `final_submission`, which `masgrid
-  score` uses too);
+  the answering agent (a_1; a_n with `simas.answer_from=last`) gets everything since its
+  last turn plus the request for the final answer, which is parsed (`submitted` is the
+  parsed answer, or the `unparsable` marker with the reason, also for a reply naming several
+  answers; `final_submission`, which `masgrid score` uses too);
 - profile phase (`simas.profiles=generate`, before the discussion): agent a_1 is asked for
   the n profiles once; a reply that fails the check gets one retry from the agent host
   (`reply_validator`), and if that fails too the pool's profiles are used with the flag
@@ -29,6 +29,7 @@ from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid.envs.protocols import register_protocol
 from masgrid.envs.protocols.base import Protocol
 from masgrid.envs.tasks.simas import prompts
+from masgrid.envs.tasks.simas.confidence import parse_confidence
 from masgrid.envs.tasks.simas.profiles import ProfileFormatError, parse_profiles, pool_profiles
 
 #: a final answer that could not be parsed (scored wrong and counted as unparsable); the
@@ -45,17 +46,21 @@ def is_unparsable(value: Any) -> bool:
     return isinstance(value, dict) and value.get("unparsable") is True
 
 
-def final_submission(parse: Callable[[str], Any], text: str | None) -> tuple[Any, str | None]:
+def final_submission(parse: Callable[[str], Any], text: str | None,
+                     with_confidence: bool = False) -> tuple[Any, str | None]:
     """What a final reply submits, and why it was refused (None when it parsed).
 
     The one code path for a SIMAS final answer: the group chat's last turn and `masgrid
     score` (SimasTask.submission) both call it, so a reply is unparsable in both or neither.
+    A key question's output carries the confidence stated with it (`with_confidence`;
+    appendix A.4, None when none was stated); a generation question's is the text itself.
     """
     try:
-        return parse(text or ""), None
+        answer = parse(text or "")
     except ValueError as exc:
         reason = str(exc) or type(exc).__name__
         return unparsable(reason, ambiguous=bool(getattr(exc, "ambiguous", False))), reason
+    return (final_output(answer, parse_confidence(text or "")) if with_confidence else answer), None
 PROFILE_PHASE, DISCUSSION_PHASE = "profiles", "discussion"
 
 
@@ -99,6 +104,7 @@ class GroupChatProtocol(Protocol):
         self.cot = instance.params.get("condition") == "cot"
         self.generate = instance.params.get("profiles") == "generate" and not self.cot
         self.pool = [x["profile"] for x in instance.inputs]
+        self.answerer = prompts.answerer_index(instance.params, self.n_agents)
         self.attached, self.phase_no = True, 0
 
     @property
@@ -124,7 +130,7 @@ class GroupChatProtocol(Protocol):
         return self.n_agents * self.rounds + 1
 
     def speaker_of(self, turn: int) -> int:
-        return 0 if turn >= self.n_agents * self.rounds else turn % self.n_agents
+        return self.answerer if turn >= self.n_agents * self.rounds else turn % self.n_agents
 
     def round_of(self, turn: int) -> int:
         """Discussion round of a turn (1..T); the final answer is round T + 1."""
@@ -178,11 +184,13 @@ class GroupChatProtocol(Protocol):
     def _final(self, agent: int, text: str | None, error: str | None) -> CommandOutcome:
         if error is not None:
             return CommandOutcome(block="", verb="final_answer", reply=MSG_MODEL_ERROR, ok=False)
-        value, why = final_submission(lambda raw: self.answer_parser(agent, raw), text)
+        value, why = final_submission(lambda raw: self.answer_parser(agent, raw), text,
+                                      with_confidence=not prompts.is_text(self.params))
         self.slots[agent] = value
         if why is not None:
             return CommandOutcome(block="", verb="final_answer", reply=f"unparsable: {why}", ok=False,
                                   submitted=value)
+        value = unwrap_output(value)[0]
         return CommandOutcome(block=str(value), verb="final_answer", reply="", submitted=value)
 
     def _profiles(self, text: str | None, error: str | None) -> CommandOutcome:
@@ -197,6 +205,19 @@ class GroupChatProtocol(Protocol):
         self.profile_source = source
         self.slots = list(profiles)
         return CommandOutcome(block=source, verb="profiles", reply=reply, ok=ok, submitted=profiles[0])
+
+
+def final_output(answer: Any, confidence: float | None) -> dict[str, Any]:
+    """The system output o of a key question as the protocol submits it."""
+    return {"answer": answer, "confidence": confidence}
+
+
+def unwrap_output(output: Any) -> tuple[Any, float | None]:
+    """(answer, stated confidence) of a submission: a `final_output`, or a bare answer (from
+    `masgrid score`, or recorded before confidences were)."""
+    if isinstance(output, dict) and "answer" in output and set(output) <= {"answer", "confidence"}:
+        return output["answer"], output.get("confidence")
+    return output, None
 
 
 def pool_profile_dicts(n: int, seed: int) -> list[dict[str, Any]]:

@@ -25,6 +25,9 @@ class SimasOptions(BaseModel):
     sample: int = Field(17, ge=1, description="questions sampled per subject (the paper: 17)")
     sample_seed: int = Field(0, description="seed of the question sample: fixed across repeats, so every "
                                             "repeat answers the same questions")
+    answer_from: Literal["first", "last"] = Field(
+        "first", description="which agent gives the group's final answer after round T: first (a_1, as "
+        "Algorithm 1, Definition 2 and Figure 1 say) or last (a_n, as appendix A.4 says); docs/tasks/simas.md")
     sim_error: float = Field(0.35, ge=0.0, le=1.0, description="scripted simulation only: probability that an "
                                                                "agent's own belief is wrong")
     sim_conformity: float = Field(0.5, ge=0.0, le=1.0, description="scripted simulation only: probability that an "

@@ -8,8 +8,9 @@ tested) without a model. It is a simple model of group answering, not an LLM sta
   and with probability `sim_conformity` adopts the most frequent of the latest answers of
   the others (an information cascade: early wrong answers can sweep the group), else it
   keeps its belief; it states its current answer;
-- the first agent's final answer is the majority of everyone's latest stated answers
-  (its own on a tie); the profile request is answered from the pool; under `cot` the
+- the answering agent's final answer is the majority of everyone's latest stated answers
+  (its own on a tie), with the share of those answers that agree as its stated confidence
+  (`Confidence: <percent>`); the profile request is answered from the pool; under `cot` the
   single agent states its belief;
 - generation questions (simas/open, simas/coding) have no key: each turn names one of the
   question's criteria, and the final answer is a templated text with one line per
@@ -97,7 +98,9 @@ class SimulatedDiscussant(ScriptedPolicy):
         top = max(votes.values())
         leaders = [a for a, c in votes.items() if c == top]
         answer = self.current if self.current in leaders else sorted(leaders)[0]
-        return f"The group's answers were {dict(sorted(votes.items()))}.\nFinal answer: {answer}"
+        confidence = round(100 * votes[answer] / sum(votes.values()))
+        return (f"The group's answers were {dict(sorted(votes.items()))}.\nConfidence: {confidence}\n"
+                f"Final answer: {answer}")
 
     def _text_turn(self, text: str) -> str:
         """A generation question: a templated contribution, or the templated final answer."""

@@ -80,11 +80,26 @@ def answer_hint(params: dict[str, Any]) -> str:
     return texts()["answer_hint_choice" if params.get("choices") else "answer_hint_integer"]
 
 
+def answer_from(params: dict[str, Any]) -> str:
+    """Who gives the group's final answer: `first` (Algorithm 1) or `last` (appendix A.4)."""
+    return str(params.get("answer_from") or "first")
+
+
+def answerer_index(params: dict[str, Any], n_agents: int) -> int:
+    """The agent (0-based) whose final answer is the system output o."""
+    return n_agents - 1 if answer_from(params) == "last" else 0
+
+
+def answerer_text(which: str) -> str:
+    return str(texts()["answerer"][which])
+
+
 def final_request(params: dict[str, Any], history_text: str) -> str:
-    """The first agent's last call: a stated answer (key questions) or the full answer (generation)."""
+    """The answering agent's last call: a stated answer (key questions) or the full answer (generation)."""
+    who = answerer_text(answer_from(params))
     if is_text(params):
-        return render("final_text", history=history_text)
-    return render("final", history=history_text, answer_hint=answer_hint(params))
+        return render("final_text", history=history_text, answerer=who)
+    return render("final", history=history_text, answer_hint=answer_hint(params), answerer=who)
 
 
 def history(names: list[str], entries: list[tuple[int, str]], nobody_yet: bool) -> str:
@@ -104,13 +119,15 @@ def cot_user(params: dict[str, Any]) -> str:
     return render("cot_user", question_block=question_block(params), answer_hint=answer_hint(params))
 
 
-def system_prompt(agent: int, n: int, rounds: int, name: str, condition: str, profile: dict[str, Any]) -> str:
+def system_prompt(agent: int, n: int, rounds: int, name: str, condition: str, profile: dict[str, Any],
+                  answer_from: str = "first") -> str:
     if condition == "cot":
         return render("cot_system")
     lines = texts()["profile_lines"]
     shown = [Template(lines[f]).substitute(value=str(profile[f]).strip().rstrip(".")) for f in CONDITIONS[condition]]
     block = "\n" + "\n".join(shown) + "\n" if shown else ""
-    return render("system", name=name, ordinal=ordinal(agent + 1), n=n, rounds=rounds, profile_block=block)
+    return render("system", name=name, ordinal=ordinal(agent + 1), n=n, rounds=rounds, profile_block=block,
+                  answerer=answerer_text(answer_from))
 
 
 def profile_system(n: int, params: dict[str, Any]) -> str:

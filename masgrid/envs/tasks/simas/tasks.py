@@ -30,7 +30,7 @@ from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.envs.tasks.simas import prompts
 from masgrid.envs.tasks.simas.answers import parse_choice, parse_integer
 from masgrid.envs.tasks.simas.datasets import PAPER_SUBJECTS, Question, load_questions, sample_questions
-from masgrid.envs.tasks.simas.groupchat import final_submission, is_unparsable, pool_profile_dicts
+from masgrid.envs.tasks.simas.groupchat import final_submission, is_unparsable, pool_profile_dicts, unwrap_output
 from masgrid.envs.tasks.simas.options import SimasOptions
 
 OPTION_KEYS = tuple(SimasOptions.model_fields)
@@ -103,7 +103,7 @@ class SimasTask(Task):
             "question_id": question.id, "question": question.text, "choices": question.choices,
             "rounds": options.rounds, "profiles": options.profiles, "condition": condition, "names": names,
             "sim_error": options.sim_error, "sim_conformity": options.sim_conformity,
-            "data_dir": options.data_dir,
+            "data_dir": options.data_dir, "answer_from": options.answer_from,
         }
         if question.kind == "text":
             params.update(criteria=question.criteria, category=question.subject, language=question.language,
@@ -125,7 +125,7 @@ class SimasTask(Task):
             return prompts.profile_system(n, params)
         profile = view.previous if _is_profile(view.previous) else view.local_input["profile"]
         return prompts.system_prompt(view.agent, n, int(params["rounds"]), view.local_input["name"], condition,
-                                     profile)
+                                     profile, prompts.answer_from(params))
 
     @staticmethod
     def phase_count_of(params: dict[str, Any], condition: str) -> int:
@@ -142,19 +142,23 @@ class SimasTask(Task):
 
     def submission(self, instance: Instance, agent: int, raw: str) -> tuple[Any, str | None]:
         """As the group chat records a final reply: a refused one submits the unparsable marker."""
-        return final_submission(lambda text: self.parse_answer(instance, agent, text), raw)
+        return final_submission(lambda text: self.parse_answer(instance, agent, text), raw,
+                                with_confidence=not prompts.is_text(instance.params))
 
     def score(self, instance: Instance, answers: list[Any]) -> Score:
         if len(answers) != instance.n_agents:
             raise ValueError(f"expected {instance.n_agents} answers, got {len(answers)}")
-        output = answers[0]  # the first agent gives the group's answer
         n = instance.n_agents
+        # a_1 (or a_n: simas.answer_from) gives the group's answer, with the confidence it stated
+        output, confidence = unwrap_output(answers[prompts.answerer_index(instance.params, n)])
         if prompts.is_text(instance.params):  # no key: judged afterwards, not scored here
             return Score(success=None, correct=[None] * n, partial=[None] * n,
-                         metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output)})
+                         metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output),
+                                  "answer_confidence": None})
         ok = output is not None and not is_unparsable(output) and output == instance.expected[0]
         return Score(success=ok, correct=[ok] * n, partial=[float(ok)] * n,
-                     metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output)})
+                     metrics={"submitted": int(output is not None), "answer_unparsable": is_unparsable(output),
+                              "answer_confidence": confidence})
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         p = instance.params
@@ -166,7 +170,8 @@ class SimasTask(Task):
             source = None
         accuracy = None if score.success is None else float(score.success)
         return {"accuracy": accuracy, "discussion_rounds": p["rounds"], "question_id": p["question_id"],
-                "subject": p["subject"], "profiles_source": source}
+                "subject": p["subject"], "profiles_source": source,
+                "answer_from": None if p.get("condition") == "cot" else prompts.answer_from(p)}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         from masgrid.envs.tasks.simas.policy import SimulatedDiscussant
