@@ -61,6 +61,9 @@ def serve_command(args: list[str]) -> int:
     from masgrid.actors.serving.deploy import ServingUnavailable, deploy, describe, http_base_url, serve_llm, target
     from masgrid.actors.serving.spec import ServingError, parse_serving
 
+    from masgrid.platform.cluster import ClusterError, down, running_head, up
+    from masgrid.platform.launch import ensure_ray
+
     parser = argparse.ArgumentParser(prog="masgrid serve", description="deploy a model preset on Ray Serve")
     parser.add_argument("--dry-run", action="store_true", help="print the resolved deployment, start nothing")
     parser.add_argument("--check-paths", action="store_true", help="dry run: also require the weights here")
@@ -76,14 +79,21 @@ def serve_command(args: list[str]) -> int:
         if parse_serving(settings.serving).kind == "vllm":  # fail before Ray starts
             serve_llm()
             parse_serving(settings.serving).check_weights()
-        from masgrid.platform.cluster import ClusterError, running_head, up
-        from masgrid.platform.launch import ensure_ray
-
+        started = False
         if ns.address is None and not os.environ.get("RAY_ADDRESS") and running_head() is None:
             # the app must outlive this command: serve it from a head that `masgrid down` stops
             print(f"masgrid serve: {up()}", file=sys.stderr)
-        ensure_ray(ns.address)
-        spec = deploy(settings, ns.http_host)
+            started = True
+        try:
+            ensure_ray(ns.address)
+            spec = deploy(settings, ns.http_host)
+        except BaseException:
+            if started:  # leave nothing behind: the head (and any engine it started) goes too
+                import ray
+
+                ray.shutdown()
+                down()
+            raise
     except (ServingError, ServingUnavailable, ValidationError, ClusterError) as exc:
         print(f"masgrid serve: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ placement of engine workers, computed without Ray, vLLM or the weights.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from masgrid.actors import heap
@@ -95,9 +96,62 @@ def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSp
         serve_llm()
         spec.check_weights()  # before anything is scheduled
     app = build_application(settings, spec)
+    check_http_port(spec, http_host)
     serve.start(http_options={"host": http_host, "port": spec.http_port})
-    serve.run(app, name=spec.app, route_prefix=spec.route_prefix, blocking=False)
+    try:
+        serve.run(app, name=spec.app, route_prefix=spec.route_prefix, blocking=False)
+    except RuntimeError as exc:  # a replica that cannot start: say why in one line, leave no engine behind
+        reason = deploy_failure(spec.app) or str(exc).splitlines()[-1]
+        try:
+            serve.delete(spec.app)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        raise ServingError(f"model.serving: Serve app {spec.app!r} did not start: {reason}") from None
     return spec
+
+
+def deploy_failure(app: str) -> str | None:
+    """The root cause a failed deployment reports: the last line of its status message
+    that names an error (the engine's own words), else None."""
+    from ray import serve
+
+    try:
+        status = serve.status().applications.get(app)
+    except Exception:  # noqa: BLE001
+        return None
+    if status is None:
+        return None
+    texts = [d.message for d in status.deployments.values() if getattr(d, "message", "")] + [status.message or ""]
+    for text in texts:
+        lines = [line.strip() for line in text.splitlines() if line.strip() and "errors.pydantic.dev" not in line]
+        raised = [line for line in lines if re.match(r"^[\w.]*(Error|Exception)\b", line)]
+        named = raised or [line for line in lines if "rror" in line]
+        if named:
+            # a pydantic error names the field on one line and the reason on the next
+            i = lines.index(named[-1])
+            tail = lines[i + 1] if raised and i + 1 < len(lines) and not raised[-1].rstrip().endswith(")") else ""
+            return " ".join(f"{named[-1]} {tail}".split())[:400]
+    return None
+
+
+def check_http_port(spec: ServingSpec, http_host: str = "127.0.0.1") -> None:
+    """Serve's proxy must be able to bind `http_port`: a port another process holds would
+    leave the proxy unbound and send the agents' HTTP calls to whatever listens there. A
+    port this cluster's own proxy holds (Serve already running) is fine."""
+    import socket
+
+    from ray import serve
+
+    try:
+        if serve.status().proxies:
+            return  # Serve runs here: the port is its own proxy's
+    except Exception:  # noqa: BLE001 - no Serve instance in this cluster yet
+        pass
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        if probe.connect_ex(("127.0.0.1" if http_host in ("0.0.0.0", "") else http_host, spec.http_port)) == 0:
+            raise ServingError(f"model.serving.http_port: port {spec.http_port} is already in use by another "
+                               "process (another Ray Serve, a vLLM server?); stop it or choose another port")
 
 
 def describe(settings: BackendSettings, check_paths: bool = False) -> dict[str, Any]:

@@ -117,7 +117,7 @@ class ServingSpec(_Strict):
     accelerator: Literal["gpu", "cpu"] = Field(
         "gpu", description="gpu: engine workers take one GPU each; cpu: vLLM's CPU build, workers take "
         "`cpus_per_worker` CPUs and one core each for their threads (docs/serving.md)")
-    kv_cache_gib: float = Field(1.0, gt=0, description="cpu only: KV-cache memory per engine (VLLM_CPU_KVCACHE_SPACE)")
+    kv_cache_gib: int = Field(1, ge=1, description="cpu only: KV-cache memory per engine in whole GiB (VLLM_CPU_KVCACHE_SPACE)")
     tiny: TinyBuild | None = Field(None, description="build the tiny random model at model_path if it is missing")
     route: Literal["handle", "http"] = Field("handle", description="DeploymentHandle (no HTTP hop) or the OpenAI route")
     app: str = Field("masgrid-llm", description="Serve application name")
@@ -126,6 +126,9 @@ class ServingSpec(_Strict):
     replicas: int = Field(1, ge=1)
     autoscaling: Autoscaling | None = None
     max_ongoing_requests: int = Field(256, ge=1)
+    constructor_retries: int = Field(
+        2, ge=1, description="Serve's attempts to start a replica (max_constructor_retry_count): an engine that "
+        "cannot start (bad weights, no memory for the KV cache) fails the deploy after this many, not Serve's 20")
     router: Literal["default", "prefix_aware"] = "default"
     # vLLM only ----------------------------------------------------------------------------
     model_path: str | None = Field(None, description="local directory holding the weights")
@@ -214,11 +217,15 @@ class ServingSpec(_Strict):
         if not (path / "config.json").is_file():
             raise ServingError(f"model.serving.model_path: no model at {path} (expected a directory with config.json); "
                                "set MASGRID_MODELS or model.serving.model_path to the local weights")
+        problem = model_dir_problem(path)
+        if problem:
+            raise ServingError(f"model.serving.model_path: {path}: {problem}")
 
     # -- Serve configuration ------------------------------------------------------------------
     def deployment_config(self) -> dict[str, Any]:
         """Ray Serve deployment options (LLMConfig.deployment_config)."""
-        out: dict[str, Any] = {"max_ongoing_requests": self.max_ongoing_requests}
+        out: dict[str, Any] = {"max_ongoing_requests": self.max_ongoing_requests,
+                               "max_constructor_retry_count": self.constructor_retries}
         if self.autoscaling:
             out["autoscaling_config"] = self.autoscaling.model_dump()
         else:
@@ -282,7 +289,7 @@ class ServingSpec(_Strict):
         one core per tensor-parallel rank (without an explicit binding vLLM looks for one NUMA
         node per rank and refuses TP=2 on a 2-core machine)."""
         tp = self.parallelism.tensor_parallel_size
-        env = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": f"{self.kv_cache_gib:g}",
+        env = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib),
                "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
         if tp > 1:
             env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(rank) for rank in range(tp))
@@ -311,6 +318,25 @@ class ServingSpec(_Strict):
 
     def nodes_per_replica(self) -> int:
         return math.ceil(self.parallelism.gpus / self.cluster.gpus_per_node)
+
+
+def model_dir_problem(path: Path) -> str | None:
+    """What makes a Hugging Face model directory unusable, found without loading it: a
+    config.json that is no JSON object or names no architecture, no weight files, no
+    tokenizer. None when it looks complete (the engine may still refuse it)."""
+    import json
+
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"config.json is not readable JSON ({exc})"
+    if not isinstance(config, dict) or not (config.get("architectures") or config.get("model_type")):
+        return "config.json names no architecture (architectures / model_type)"
+    if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")) and not any(path.glob("*.pt")):
+        return "no weight files (*.safetensors, *.bin)"
+    if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")):
+        return "no tokenizer (tokenizer.json, tokenizer.model or tokenizer_config.json)"
+    return None
 
 
 def _ray_knows_accelerator(name: str) -> bool:
