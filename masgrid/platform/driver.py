@@ -32,6 +32,7 @@ from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid.platform.run_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
+from masgrid.platform.engine_alive import EngineLost
 from masgrid.platform.validity import classify_failure, error_classes_json, judge
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
@@ -338,6 +339,7 @@ class RunDriver:
             instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
+            await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
             status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
         except asyncio.CancelledError:  # its command died (launch.DriverWorker): hosts killed, nothing recorded
             status = "cancelled"
@@ -653,4 +655,25 @@ def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:
     prompt = sum(s.tokens_in for s in stats)
     return {"tokens_cached": cached, "cache_hit_rate": cached / prompt if prompt else None,
             "calls_cache_reported": reported}
+
+
+#: failures that say the endpoint went away, not that the model answered badly
+LOST_CLASSES = frozenset({"connection_refused", "connection_error", "unreachable", "timeout", "backend_error",
+                          "http_5xx"})
+
+
+def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
+    """A run whose calls failed as if the endpoint went away, while preflight had found it
+    answering, is re-checked: an endpoint that no longer answers was lost mid-run (an engine
+    killed, a Serve app gone), and the run is interrupted - re-run on resume - never the
+    agents' model failures. Without preflight nothing says it ever answered: the calls stay
+    the model's failures (status degraded or invalid)."""
+    if not cfg.preflight or cfg.backend == "scripted" or not LOST_CLASSES & set(error_classes):
+        return
+    from masgrid.platform.engine_alive import endpoint_problem
+
+    problem = endpoint_problem(cfg.model)
+    if problem is not None:
+        raise EngineLost(f"the model endpoint stopped answering during the run ({problem}); "
+                         f"{sum(error_classes.values())} calls failed: rerun with resume once it is back")
 

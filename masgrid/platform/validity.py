@@ -58,6 +58,7 @@ def classify_failure(exc: BaseException) -> FailureClass:
     import ray.exceptions as rex
 
     from masgrid.platform.config import ConfigError
+    from masgrid.platform.engine_alive import EngineLost
     from masgrid.platform.ports import RoundTimeout
 
     seen = 0
@@ -65,7 +66,7 @@ def classify_failure(exc: BaseException) -> FailureClass:
         exc, seen = exc.cause, seen + 1  # an application error inside an actor: judge its cause
     platform = (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError,
                 rex.RaySystemError, rex.LocalRayletDiedError, rex.ActorUnschedulableError,
-                rex.GetTimeoutError, RoundTimeout, TimeoutError)
+                rex.GetTimeoutError, RoundTimeout, TimeoutError, EngineLost)
     if isinstance(exc, platform):  # asyncio.TimeoutError is TimeoutError: a host did not start or answer
         return "interrupted"
     if isinstance(exc, ConfigError) or type(exc).__name__ == "PromptMismatch":

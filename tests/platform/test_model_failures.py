@@ -130,13 +130,15 @@ def test_a_prompt_too_long_for_the_context_stops_that_agent_and_records_why(tmp_
         (summary,) = run_many([config(tmp_path, server.base_url, preflight=False)])
     assert calls == {0: 5, 1: 3}  # agent 1: two answers, one refusal, then never called again
     run = pd.read_parquet(tmp_path / "runs").iloc[0]
-    assert run["agents_stopped"] == 1 and run["submitted"] == 1 and run["status"] == "invalid"
+    # the model's own limit, not a platform failure: the run stays usable and says so
+    assert run["agents_stopped"] == 1 and run["submitted"] == 1 and run["status"] == "ok"
+    assert run["context_overflows"] == 1 and json.loads(run["model_error_classes"]) == {"context_length": 1}
     agents = pd.read_parquet(tmp_path / "agents").sort_values("agent")
     stopped = agents["stopped"].tolist()
     assert pd.isna(stopped[0]) and "maximum context length" in stopped[1] and "round 3" in stopped[1]
     assert agents["submission"].isna().tolist() == [False, True]
     refused = pd.read_parquet(tmp_path / "events").query("kind == 'model_call' and not ok")
-    assert refused["error_class"].tolist() == ["http_4xx"] and refused["http_status"].tolist() == [400]
+    assert refused["error_class"].tolist() == ["context_length"] and refused["http_status"].tolist() == [400]
 
 
 def test_two_served_names_are_two_models_in_every_table(tmp_path, ray_session):
