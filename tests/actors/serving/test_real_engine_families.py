@@ -115,6 +115,8 @@ def test_simas_with_the_profile_phase(vllm_engine, tmp_path, ray_session):
     assert run["status"] == "ok" and run["model_errors"] == 0
     # noise is no profile list: one retry, then the pool (the retry is a model call too)
     assert run["profiles_source"] == "pool_fallback"
+    retried = events[(events["kind"] == "model_call") & (events["verb"] == "invalid_reply")]
+    assert len(retried) == 1  # the host validated the profile reply under Ray and asked once more
     assert run["answer_unparsable"] == True  # noqa: E712 - noise names no option
     assert_engine_counted(events, probes, before, after)
 
