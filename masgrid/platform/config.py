@@ -193,6 +193,8 @@ class RunConfig(BaseModel):
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
         if self.model.tool_mode != "native":  # how tools reach the model; only then, so older run ids stay
             data["model"]["tool_mode"] = self.model.tool_mode
+        if self.model.tool_constraint != "none":  # forced tool calls change every reply; only then, as above
+            data["model"]["tool_constraint"] = self.model.tool_constraint
         data["prompt_hash"] = self._prompt_hash(data)
         return data
 
