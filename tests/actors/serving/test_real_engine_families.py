@@ -162,3 +162,30 @@ def test_cooperbench_tool_calls_through_vllms_tool_parser(vllm_engine, tmp_path,
     assert (events["kind"] == "action").sum() == len(ids)
     assert run["success"] == False  # noqa: E712 - noise implements no feature
     assert_engine_counted(events, probes, before, after)
+
+
+def test_preflight_refuses_a_run_that_cannot_fit_naming_the_numbers(vllm_engine, tmp_path):
+    """The engine counts the run's own first prompt (usage of the 1-token probe); with
+    max_tokens it must fit the served context (4096), else one line with the numbers."""
+    from masgrid.platform.preflight import PreflightError
+
+    def cfg(max_tokens: int) -> RunConfig:
+        return RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 3, "k": 2, "backend": "openai",
+                                       "results_dir": str(tmp_path), "model": model_block(vllm_engine,
+                                                                                          max_tokens=max_tokens)})
+
+    preflight([cfg(24)])
+    (probe,) = [json.loads(line) for line in (tmp_path / "preflight.jsonl").read_text().splitlines()]
+    prompt = probe["prompt_tokens"]
+    # the probe's count is the engine's: the same messages sent directly report the same usage
+    messages = cfg(24).first_messages()
+    status, reply = vllm_engine.chat({"model": "tiny", "messages": messages, "max_tokens": 1})
+    assert status == 200 and reply["usage"]["prompt_tokens"] == prompt
+    with pytest.raises(PreflightError) as refused:
+        preflight([cfg(4096 - prompt + 1)])
+    text = str(refused.value)
+    assert f"first prompt is {prompt} tokens" in text and "4097 exceeds the served context of 4096" in text
+    assert "\n" not in text
+    preflight([cfg(4096 - prompt)])  # exactly full: allowed
+    with pytest.raises(PreflightError, match="leaves no room"):
+        preflight([cfg(4096)])
