@@ -50,7 +50,8 @@ print("RESULT " + json.dumps({k: v for k, v in result.items() if isinstance(v, (
 """
 
 
-def workloads(base_url: str, max_tokens: int, results: Path) -> dict[str, tuple[list[RunConfig], int]]:
+def workloads(base_url: str, max_tokens: int, results: Path,
+              simas_in_flight: int = 8) -> dict[str, tuple[list[RunConfig], int]]:
     model = {"name": "tiny", "base_url": base_url, "max_tokens": max_tokens, "max_retries": 0, "timeout_s": 300.0,
              "http_client": "lean"}
     agentsnet = [RunConfig.from_mapping({
@@ -61,8 +62,9 @@ def workloads(base_url: str, max_tokens: int, results: Path) -> dict[str, tuple[
         "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": seed, "backend": "openai",
         "model": model, "results_dir": str(results / "simas"), "preflight": False,
         "simas": {"rounds": 2, "profiles": "pool", "subject": "college_physics", "question": q}})
-        for seed in range(2) for q in range(4)]
-    return {"agentsnet N=100": (agentsnet, 1), "simas n=8 (8 runs in flight)": (simas, 8)}
+        for seed in range(max(2, simas_in_flight // 4)) for q in range(4)]
+    return {"agentsnet N=100": (agentsnet, 1),
+            f"simas n=8 ({simas_in_flight} runs in flight)": (simas, simas_in_flight)}
 
 
 def masgrid_side(cfgs: list[RunConfig], concurrent: int) -> dict[str, float]:
@@ -103,6 +105,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--simas-in-flight", type=int, default=8, help="SIMAS runs in flight (sweep.max_concurrent)")
+    parser.add_argument("--only", choices=["agentsnet", "simas"], default=None)
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -112,7 +116,10 @@ def main() -> int:
         try:
             ensure_ray()
             rows = []
-            for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r").items():
+            for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r",
+                                                      ns.simas_in_flight).items():
+                if ns.only and not name.startswith(ns.only):
+                    continue
                 pairs = []
                 for i in range(ns.repeat):
                     repeat = [c.model_copy(update={"results_dir": str(work / "r" / f"{name[:6]}{i}")}) for c in cfgs]

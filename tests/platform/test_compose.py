@@ -21,7 +21,7 @@ def _sample(jobs: list[list[str]], n: int) -> list[list[str]]:
     # two model presets (two group choices; gpt_oss_120b interpolates ${oc.env:...})
     (["sweep=masbench_smoke", "model=local_vllm,gpt_oss_120b", "backend=openai", "seed=5"], "dict", 12),
     # an append into the chosen group, a force-add and a dict value: Hydra's own override code
-    (["sweep=masbench_smoke", "model=local_vllm,deepseek_v31", "+model.max_tokens=9",
+    (["sweep=masbench_smoke", "model=local_vllm,deepseek_v31", "++model.max_tokens=9",
       "++execution.round_timeout_s=3", "agentsnet={rounds: 4}"], "omegaconf", 8),
 ])
 def test_fast_composition_equals_full_composition(overrides, path, sample):

@@ -46,7 +46,7 @@ def vllm_workers() -> int:
 
 
 @pytest.fixture(scope="module")
-def tp2_app(tiny_model, ray_session):
+def tp2_app(tiny_model, serve_port):
     if engine_missing():
         pytest.skip(engine_missing())
     from ray import serve
@@ -55,6 +55,7 @@ def tp2_app(tiny_model, ray_session):
 
     settings = compose_model(["model=tiny_cpu", "model.serving.layout=tp2", "model.serving.router=prefix_aware",
                               "model.serving.app=tiny-tp2", "model.serving.route_prefix=/tiny-tp2",
+                              f"model.serving.http_port={serve_port}",  # the session's one Serve proxy
                               f"model.serving.model_path={tiny_model}", f"model.tokenizer=hf:{tiny_model}/tokenizer.json",
                               "model.max_tokens=24"])
     spec = deploy(settings)

@@ -77,9 +77,22 @@ def test_weights_must_exist_locally(tmp_path) -> None:
     assert describe(settings)["weights"]["present_here"] is False
     with pytest.raises(ServingError, match="no model at"):
         describe(settings, check_paths=True)
-    (tmp_path / "gpt-oss-120b").mkdir()
-    (tmp_path / "gpt-oss-120b" / "config.json").write_text("{}")
+    model = tmp_path / "gpt-oss-120b"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    with pytest.raises(ServingError, match="config.json names no architecture"):
+        describe(settings, check_paths=True)
+    (model / "config.json").write_text('{"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss"}')
+    with pytest.raises(ServingError, match="no weight files"):
+        describe(settings, check_paths=True)
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"")
+    with pytest.raises(ServingError, match="no tokenizer"):
+        describe(settings, check_paths=True)
+    (model / "tokenizer.json").write_text("{}")
     assert describe(settings, check_paths=True)["weights"]["present_here"] is True
+    (model / "config.json").write_text("{not json")
+    with pytest.raises(ServingError, match="not readable JSON"):
+        describe(settings, check_paths=True)
 
 
 def test_vllm_path_without_vllm_says_what_to_install() -> None:
