@@ -30,9 +30,9 @@ def test_engine_killed_mid_run_is_interrupted_not_a_model_failure(tiny_model, tm
     engine = start_engine(tiny_model, tmp_path)
     try:
         cfg = RunConfig.from_mapping({
-            "task": "sorting", "protocol": "broadcast", "agents": 3, "k": 2, "max_rounds": 40,
+            "task": "sorting", "protocol": "broadcast", "agents": 3, "k": 2, "max_rounds": 16,
             "backend": "openai", "results_dir": str(tmp_path / "r"),
-            "model": {"name": "tiny", "base_url": engine.base_url, "max_tokens": 16, "max_retries": 1,
+            "model": {"name": "tiny", "base_url": engine.base_url, "max_tokens": 16, "max_retries": 0,
                       "timeout_s": 30.0, "http_client": "direct"}})
         preflight([cfg])
         done: list = []
