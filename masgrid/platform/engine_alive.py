@@ -36,10 +36,19 @@ def endpoint_problem(settings: BackendSettings) -> str | None:
     return None if state == "RUNNING" else f"Serve app {spec.app} is {state}"
 
 
+def listed_models(base_url: str) -> list[dict]:
+    """GET <base_url>/models: the listed model entries (OSError, ValueError when it fails)."""
+    with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S) as response:
+        data = json.loads(response.read())
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("no `data` list in the models reply")
+    return [m for m in entries if isinstance(m, dict)]
+
+
 def _http_problem(base_url: str) -> str | None:
     try:
-        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S) as response:
-            json.loads(response.read())
+        listed_models(base_url)
     except (OSError, ValueError) as exc:
         return f"GET {base_url.rstrip('/')}/models: {type(exc).__name__}: {exc}"[:200]
     return None

@@ -317,12 +317,11 @@ def check_served(cfg: RunConfig) -> dict[str, Any] | None:
 
 def _listed_context(base: str, settings: BackendSettings) -> int | None:
     """The served context from GET <base>/models, or None when that route does not answer."""
-    import urllib.request
+    from masgrid.platform.engine_alive import listed_models
 
     try:
-        with urllib.request.urlopen(f"{base.rstrip('/')}/models", timeout=5) as response:
-            data = json.loads(response.read()).get("data") or []
-    except (OSError, ValueError, AttributeError):
+        data = listed_models(base)
+    except (OSError, ValueError):
         return None
-    entry = next((m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model), None)
+    entry = next((m for m in data if str(m.get("id")) == settings.request_model), None)
     return served_context(entry) if entry else None

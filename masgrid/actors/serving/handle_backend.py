@@ -20,9 +20,8 @@ from typing import Any
 
 from masgrid.actors.backends import host_clients, register_backend
 from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
-from masgrid.actors.backends.constrained_tools import constrain
 from masgrid.actors.backends.errors import CallFailure, classify_exception, error_reply, malformed
-from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend
+from masgrid.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend, request_body
 from masgrid.actors.serving.deploy import http_base_url, target
 from masgrid.actors.serving.spec import ServingSpec, parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag
@@ -47,15 +46,7 @@ class HandleChatBackend(ChatBackend):
         self.tag = tag
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> Any:
-        s = self.settings
-        body: dict[str, Any] = {"model": s.request_model, "messages": messages, **s.extra_body}
-        if tools:
-            body["tools"] = tools
-        for key in ("temperature", "top_p", "max_tokens", "seed"):
-            if getattr(s, key) is not None:
-                body[key] = getattr(s, key)
-        if s.tool_constraint == "regex":
-            constrain(body, tools)
+        body = request_body(self.settings, messages, tools)
         if self.tag is not None:
             body[AGENT_FIELD] = self.tag
             return body

@@ -24,6 +24,14 @@ from masgrid.envs.protocols import make_protocol, PROTOCOLS
 from masgrid.envs.tasks.base import Instance, Task
 
 
+def _opening(task: Task, instance: Instance, protocol: str, condition: str) -> dict[int, list[str]]:
+    """The protocol's opening user messages per agent, for this instance."""
+    substrate = make_protocol(protocol, instance.n_agents, lambda agent, raw: raw,
+                              task.protocol_options(protocol, condition))
+    substrate.attach(instance)
+    return substrate.opening()
+
+
 def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) -> Iterator[str]:
     """Every prompt text of a run, in a fixed order."""
     for phase in range(1, task.phase_count(instance, condition) + 1):
@@ -31,10 +39,7 @@ def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) 
             previous = instance.expected[agent] if phase > 1 else None
             yield task.build_prompt(task.view(instance, agent, phase=phase, previous=previous), protocol, condition)
     yield task.round_notice(protocol, condition) or ""
-    substrate = make_protocol(protocol, instance.n_agents, lambda agent, raw: raw,
-                              task.protocol_options(protocol, condition))
-    substrate.attach(instance)
-    for agent, messages in sorted(substrate.opening().items()):
+    for agent, messages in sorted(_opening(task, instance, protocol, condition).items()):
         yield from messages
     yield from PROTOCOLS[protocol].fixed_texts()
 
@@ -42,10 +47,7 @@ def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) 
 def first_messages(task: Task, instance: Instance, protocol: str, condition: str) -> list[dict[str, str]]:
     """The messages of the run's first model call with the longest opening: an agent's
     phase-1 system prompt and the protocol's opening user messages (preflight's probe)."""
-    substrate = make_protocol(protocol, instance.n_agents, lambda agent, raw: raw,
-                              task.protocol_options(protocol, condition))
-    substrate.attach(instance)
-    opening = substrate.opening()
+    opening = _opening(task, instance, protocol, condition)
     best: list[dict[str, str]] = []
     for agent in range(instance.n_agents):
         system = task.build_prompt(task.view(instance, agent, phase=1, previous=None), protocol, condition)
