@@ -6,6 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.masgrid-installed
 ENGINE_STAMP := $(VENV)/.masgrid-engine
+PLUGIN_STAMP := $(VENV)/.masgrid-test-family
 # The CPU inference engine (vLLM's CPU build, Ray Serve LLM's remaining dependencies): pinned
 # here and in requirements/engine-cpu.txt. MASGRID_ENGINE=0 make test leaves it out (the
 # real-engine tests then skip, each saying why).
@@ -14,7 +15,7 @@ XGRAMMAR_VERSION := 0.2.8
 MASGRID_ENGINE ?= 1
 export RAY_AUTH_MODE ?= disabled
 
-.PHONY: run test install install-browser clean sandbox-deps engine engine-lock
+.PHONY: run test install install-browser clean sandbox-deps engine engine-lock test-family
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
@@ -66,10 +67,18 @@ engine-lock: $(STAMP)
 
 install: $(STAMP) sandbox-deps
 
+# A benchmark family that lives outside masgrid (tests/plugins/masgrid_relay), installed into
+# the test environment only: tests/plugins checks that a family plugs in with no edit to masgrid.
+$(PLUGIN_STAMP): $(STAMP) tests/plugins/masgrid_relay/pyproject.toml
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e tests/plugins/masgrid_relay
+	touch $(PLUGIN_STAMP)
+
+test-family: $(PLUGIN_STAMP)
+
 run: $(STAMP)
 	$(BIN)/masgrid run $(ARGS)
 
-test: $(STAMP) sandbox-deps engine
+test: $(STAMP) sandbox-deps engine test-family
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

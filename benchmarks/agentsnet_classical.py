@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.agentsnet import TASKS, figure_scaling, table_by_size
+from masgrid.families.agentsnet.analysis import TASKS, figure_scaling, table_by_size
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.agentsnet.simulate import run_scripted
+from masgrid.families.agentsnet.simulate import run_scripted
 
 
 def grid(sizes: list[int], seeds: int, rounds: int | None) -> pd.DataFrame:

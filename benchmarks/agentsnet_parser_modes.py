@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.agentsnet.simulate import run_scripted
+from masgrid.families.agentsnet.simulate import run_scripted
 
 
 def grid(sizes: list[int], seeds: int) -> pd.DataFrame:

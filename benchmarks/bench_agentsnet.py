@@ -28,7 +28,7 @@ import pandas as pd
 import psutil
 
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.agentsnet.simulate import run_scripted
+from masgrid.families.agentsnet.simulate import run_scripted
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import ensure_ray, run_local, run_one
 

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from masgrid.envs.tasks.cooper.evaluate import evaluate_patches
-from masgrid.envs.tasks.cooper.layout import load_task
-from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxSettings
-from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+from masgrid.families.cooper.evaluate import evaluate_patches
+from masgrid.families.cooper.layout import load_task
+from masgrid.families.cooper.sandbox import Sandbox, SandboxSettings
+from masgrid.families.cooper.synthetic import write_synthetic_pool
 
 OUT = Path(__file__).resolve().parent / "results" / "cooper_eval.md"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+from masgrid.families.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_local
 from masgrid.platform.recorder import partition_dir

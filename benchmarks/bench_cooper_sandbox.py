@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from masgrid.envs.tasks.cooper.sandbox import BASE_ENV, Sandbox, SandboxSettings, interpreter_paths, sandbox_problem
+from masgrid.families.cooper.sandbox import BASE_ENV, Sandbox, SandboxSettings, interpreter_paths, sandbox_problem
 
 COMMANDS = {
     "true": "true",

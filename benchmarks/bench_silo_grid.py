@@ -39,7 +39,7 @@ def main() -> None:
         summarise(Path(args.out))
         return
 
-    from masgrid.envs.tasks.silo import SILO_SPECS
+    from masgrid.families.silo.catalog import SILO_SPECS
     from masgrid.platform.config import RunConfig
     from masgrid.platform.launch import ensure_ray, run_many
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/bench_silo_isolated.py [--seeds 20] [--tasks I-03 II-12]
 
-1. Isolated floor: every agent answers from its own shard alone (envs/tasks/silo/isolated.py)
+1. Isolated floor: every agent answers from its own shard alone (families/silo/isolated.py)
    on the instances of seeds 0..seeds-1 at N in {2, 5, 10, 20, 50, 100} and the task's default
    k; mean S (the paper's per-agent Success Rate), the fraction of instances with S = 1, and
    mean PCS, next to the task's stated ceilings: `ceiling(N)` per cell (the largest mean S a
@@ -23,8 +23,8 @@ import statistics
 from pathlib import Path
 
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.silo.isolated import FLOOR_SCALES, FLOOR_SEEDS, floor_cell
-from masgrid.envs.tasks.silo.spec import SILO_SPECS
+from masgrid.families.silo.isolated import FLOOR_SCALES, FLOOR_SEEDS, floor_cell
+from masgrid.families.silo.spec import SILO_SPECS
 from masgrid.envs.tokens import get_counter
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "tasks" / "silo-isolated.md"

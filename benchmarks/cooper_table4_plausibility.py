@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis import cooper_difficulty
+from masgrid.families.cooper import difficulty as cooper_difficulty
 
 TASKS = 652
 #: model -> (Solo k, Solo AUC, Coop AUC) as printed in the paper's Table 4

@@ -38,13 +38,13 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-from masgrid.envs.tasks.cooper.evaluate import evaluate_patches
-from masgrid.envs.tasks.cooper.gitops import scratch_clone
-from masgrid.envs.tasks.cooper.layout import load_task
-from masgrid.envs.tasks.cooper.repos import require_base
-from masgrid.envs.tasks.cooper.sandbox import Sandbox, SandboxSettings
-from masgrid.envs.tasks.cooper.testenv import ensure_env
-from masgrid.envs.tasks.cooper.testrun import import_root, pytest_args
+from masgrid.families.cooper.evaluate import evaluate_patches
+from masgrid.families.cooper.gitops import scratch_clone
+from masgrid.families.cooper.layout import load_task
+from masgrid.families.cooper.repos import require_base
+from masgrid.families.cooper.sandbox import Sandbox, SandboxSettings
+from masgrid.families.cooper.testenv import ensure_env
+from masgrid.families.cooper.testrun import import_root, pytest_args
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "tasks" / "cooperbench-eval.md"

@@ -1,3 +1,60 @@
-"""masgrid: a Ray-distributed platform for multi-agent LLM coordination benchmarks."""
+"""masgrid: a Ray-distributed platform for multi-agent LLM coordination benchmarks.
+
+The public API (docs/api.md)::
+
+    import masgrid
+    summary = masgrid.run(task="sorting", protocol="kv", agents=5, results_dir="results")
+    masgrid.sweep({"agents": [2, 4, 8], "seed": range(3)}, "task=max", "results_dir=results")
+    runs, agents, events = masgrid.load_results("results")
+    masgrid.report("results")
+
+For benchmark families: `Family`, `Metric`, `CliCommand`, `Task`, `Instance`, `Score`, and
+`masgrid.task_api`. Every other module is an implementation detail and may change.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it (imported on first use, so `import masgrid` is cheap
+#: and importing a family from masgrid's own modules never cycles back here)
+_EXPORTS = {
+    "run": "masgrid._api", "sweep": "masgrid._api", "grid": "masgrid._api", "compose": "masgrid._api",
+    "load_results": "masgrid._api", "report": "masgrid._api", "Results": "masgrid._api",
+    "RunConfig": "masgrid.platform.config", "ConfigError": "masgrid.platform.config",
+    "RunSummary": "masgrid.platform.driver", "SweepResult": "masgrid.platform.sweep",
+    "Family": "masgrid.family", "Metric": "masgrid.family", "CliCommand": "masgrid.family",
+    "families": "masgrid.family",
+    "Task": "masgrid.envs.tasks.base", "Instance": "masgrid.envs.tasks.base", "Score": "masgrid.envs.tasks.base",
+    "get_task": "masgrid.envs.tasks", "task_names": "masgrid.envs.tasks",
+    "PreflightError": "masgrid.platform.preflight",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'masgrid' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from masgrid._api import Results, compose, grid, load_results, report, run, sweep
+    from masgrid.envs.tasks import get_task, task_names
+    from masgrid.envs.tasks.base import Instance, Score, Task
+    from masgrid.family import CliCommand, Family, Metric, families
+    from masgrid.platform.config import ConfigError, RunConfig
+    from masgrid.platform.driver import RunSummary
+    from masgrid.platform.preflight import PreflightError
+    from masgrid.platform.sweep import SweepResult

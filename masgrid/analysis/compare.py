@@ -18,18 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis.families import FAMILIES, family_of
+from masgrid.analysis.families import family_name
+from masgrid.family import families
 from masgrid.analysis.load import read_table
 from masgrid.analysis.stats import holm, welch
 from masgrid.analysis.validity import usable
 
-#: family -> (cell keys, metrics compared)
-CELLS: dict[str, tuple[list[str], list[str]]] = {
-    "masbench": (["model", "task", "protocol", "condition", "agents", "k"], ["sr", "success", "rounds", "tokens_total"]),
-    "silo": (["model", "task", "protocol", "condition", "agents"], ["sr", "pcs", "tokens_total"]),
-    "agentsnet": (["model", "task", "graph", "agents", "condition"], ["success", "soft_score", "tokens_total"]),
-    "simas": (["model", "task", "condition", "agents", "discussion_rounds"], ["accuracy", "tokens_total"]),
-}
 COLUMNS = ["n_a", "mean_a", "sd_a", "n_b", "mean_b", "sd_b", "diff", "t", "p", "p_holm"]
 
 
@@ -60,9 +54,12 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> tuple[pd.DataFrame, l
     """(one row per family x cell x metric, notes on cells only one side has)."""
     a, b = usable(runs_a), usable(runs_b)
     rows, notes = [], []
-    fam_a = a["task"].astype(str).map(family_of) if not a.empty else pd.Series(dtype=object)
-    fam_b = b["task"].astype(str).map(family_of) if not b.empty else pd.Series(dtype=object)
-    for family, (keys, metrics) in CELLS.items():
+    fam_a = a["task"].astype(str).map(family_name) if not a.empty else pd.Series(dtype=object)
+    fam_b = b["task"].astype(str).map(family_name) if not b.empty else pd.Series(dtype=object)
+    for family, spec in families().items():
+        if spec.compare is None:
+            continue
+        keys, metrics = list(spec.compare[0]), list(spec.compare[1])
         side_a, side_b = a[fam_a == family], b[fam_b == family]
         if side_a.empty and side_b.empty:
             continue
@@ -71,7 +68,7 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> tuple[pd.DataFrame, l
         cells_b = dict(iter(side_b.groupby(keys, dropna=False))) if not side_b.empty else {}
         only = len(set(cells_a) ^ set(cells_b))
         if only:
-            notes.append(f"{FAMILIES[family][0]}: {len(set(cells_a) - set(cells_b))} cells only in A, "
+            notes.append(f"{spec.label}: {len(set(cells_a) - set(cells_b))} cells only in A, "
                          f"{len(set(cells_b) - set(cells_a))} only in B (not compared)")
         for cell in sorted(set(cells_a) & set(cells_b), key=str):
             for metric in metrics:
@@ -81,7 +78,7 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> tuple[pd.DataFrame, l
                 if not len(va) or not len(vb):
                     continue
                 t, p = welch(vb, va)
-                rows.append({"family": FAMILIES[family][0], **dict(zip(keys, cell)), "metric": metric,
+                rows.append({"family": spec.label, **dict(zip(keys, cell)), "metric": metric,
                              "n_a": len(va), "mean_a": va.mean(), "sd_a": va.std(ddof=1) if len(va) > 1 else np.nan,
                              "n_b": len(vb), "mean_b": vb.mean(), "sd_b": vb.std(ddof=1) if len(vb) > 1 else np.nan,
                              "diff": vb.mean() - va.mean(), "t": t, "p": p})

@@ -1,90 +1,68 @@
 """Which benchmark families a results directory holds, and each family's own report.
 
-A family is recognised by its task names (docs/results.md): MAS-Bench `sorting`, `max`,
-`prefix_sum`; SILO-Bench `silo/<level>-<nn>`; AgentsNet `agentsnet/*`; SIMAS `simas/*`;
-CooperBench `cooper/<pool>/<id>`. Each
-family's tables are computed from its own runs only: metrics of different families do not
-mean the same thing and are never pooled.
+A run belongs to the family that claims its task name (masgrid/family.py). Each family's
+tables are computed from its own runs only: metrics of different families do not mean the
+same thing and are never pooled.
 """
 
 from __future__ import annotations
 
-import time
-
+import inspect
+import logging
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import pandas as pd
 
-from masgrid.analysis.silo_common import level_of
+from masgrid.family import Family, families, family_of, resolve
 
-MASBENCH_TASKS = ("sorting", "max", "prefix_sum")
-
-#: family -> (label, predicate on a task name); the order is the report's
-FAMILIES: dict[str, tuple[str, Callable[[str], bool]]] = {
-    "masbench": ("MAS-Bench", lambda task: task in MASBENCH_TASKS),
-    "silo": ("SILO-Bench", lambda task: level_of(task) is not None),
-    "agentsnet": ("AgentsNet", lambda task: task.startswith("agentsnet/")),
-    "simas": ("SIMAS", lambda task: task.startswith("simas/")),
-    "cooper": ("CooperBench", lambda task: task.startswith("cooper/")),
-}
+logger = logging.getLogger(__name__)
 
 
-def family_of(task: str) -> str | None:
+def family_name(task: str) -> str | None:
     """The family key of one task name, None for a task no family claims."""
-    for key, (_, claims) in FAMILIES.items():
-        if claims(str(task)):
-            return key
-    return None
+    family = family_of(str(task))
+    return None if family is None else family.name
 
 
 def families_present(runs: pd.DataFrame) -> list[str]:
-    """Family keys with at least one recorded run, in FAMILIES order."""
+    """Family keys with at least one recorded run, in family order."""
     if runs.empty:
         return []
-    found = set(runs["task"].astype(str).map(family_of).dropna())
-    return [key for key in FAMILIES if key in found]
+    found = set(runs["task"].astype(str).map(family_name).dropna())
+    return [key for key in families() if key in found]
 
 
-def write_family_reports(results_dir: Path, out: Path, families: list[str],
-                         written: list[Path] | None = None) -> dict[str, tuple[Path | None, str]]:
-    """Each non-MAS-Bench family's report in out/<family>/: family -> (index file or None,
-    one line saying what was written or why not). The family reports read the results
-    directory themselves and keep to their own runs. Every file written (tables, CSVs,
-    figures, not only the index) is appended to `written` when given."""
-    from masgrid.analysis import agentsnet, cooper_report, silo_report, simas_report
+def _call_report(family: Family, results_dir: Path, out: Path, **options: Any) -> list[Path]:
+    """The family's report writer, given the report options its signature takes."""
+    assert family.report is not None
+    writer = resolve(family.report)
+    accepted = inspect.signature(writer).parameters
+    return list(writer(results_dir, out, **{k: v for k, v in options.items() if k in accepted}))
 
-    def agentsnet_files(d: Path) -> list[Path]:
-        start = time.time()
-        index = agentsnet.write_report(results_dir, d)  # returns its index only: list what it wrote now
-        fresh = sorted(p for p in d.rglob("*") if p.is_file() and p != index and p.stat().st_mtime >= start - 1.0)
-        return [index, *fresh]
 
-    def index_first(files: list[Path]) -> list[Path]:
-        index = next((p for p in files if p.name == "README.md"), files[0])
-        return [index, *(p for p in files if p != index)]
-
-    writers: dict[str, Callable[[Path], list[Path]]] = {
-        "silo": lambda d: silo_report.write_report(results_dir, d),
-        "agentsnet": agentsnet_files,
-        "simas": lambda d: simas_report.write_report(results_dir, d),
-        "cooper": lambda d: index_first(cooper_report.write_report(results_dir, d)),
-    }
+def write_family_reports(results_dir: Path, out: Path, present: list[str], written: list[Path] | None = None,
+                         **options: Any) -> dict[str, tuple[Path | None, str]]:
+    """Each family's report in out/<family>/: family -> (index file or None, one line saying
+    what was written or why not). `options` (with_invalid, condition) reach the writers that
+    take them. Every file written is appended to `written` when given."""
     done: dict[str, tuple[Path | None, str]] = {}
-    for family in families:
-        label = FAMILIES[family][0]
-        if family == "masbench":
-            continue  # written by analysis/report.py at the top of the report folder
-        if family not in writers:
-            done[family] = (None, f"{label}: runs recorded; its tables are not part of this report yet")
+    registry = families()
+    for key in present:
+        family = registry[key]
+        if family.report is None:
+            done[key] = (None, f"{family.label}: runs recorded; the family writes no report")
             continue
         try:
-            files = writers[family](out / family)
+            files = _call_report(family, results_dir, out / key, **options)
         except ValueError as exc:  # e.g. no usable runs of the family: say so, keep the others
-            done[family] = (None, f"{label}: no tables ({exc})")
+            done[key] = (None, f"{family.label}: no tables ({exc})")
+            continue
+        if not files:
+            done[key] = (None, f"{family.label}: no tables written")
             continue
         index = files[0]
         if written is not None:
             written.extend(files)
-        done[family] = (index, f"{label}: [{index.relative_to(out)}]({index.relative_to(out)})")
+        done[key] = (index, f"{family.label}: [{index.relative_to(out)}]({index.relative_to(out)})")
     return done

@@ -1,4 +1,5 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, view, judge, show, serve, up/down, cooper."""
+"""`masgrid` command line: run (Hydra), instance, score, report, view, show, serve, up/down, and
+the subcommands each installed family adds (Family.cli, e.g. `masgrid judge`, `masgrid cooper`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
+        print(usage())
         return 0
     command, rest = argv[0], argv[1:]
     if command == "run":
@@ -29,10 +30,6 @@ def main(argv: list[str] | None = None) -> int:
         return _score(rest)
     if command == "report":
         return _report(rest)
-    if command == "judge":
-        from masgrid.platform.judge import judge_command
-
-        return judge_command(rest)
     if command == "show":
         from masgrid.platform.show import show_command
 
@@ -51,12 +48,25 @@ def main(argv: list[str] | None = None) -> int:
         return serve_command(rest)
     if command == "model":
         return _model(rest)
-    if command == "cooper":
-        from masgrid.platform.cooper_cli import cooper_command
+    family_command = _family_commands().get(command)
+    if family_command is not None:
+        from masgrid.family import resolve
 
-        return cooper_command(rest)
-    print(f"masgrid: unknown command {command!r}\n{USAGE}", file=sys.stderr)
+        return int(resolve(family_command.target)(rest))
+    print(f"masgrid: unknown command {command!r}\n{usage()}", file=sys.stderr)
     return 2
+
+
+def _family_commands() -> dict[str, Any]:
+    """`masgrid <name>` subcommands the installed families add (Family.cli); core names win."""
+    from masgrid.family import families
+
+    return {name: command for family in families().values() for name, command in family.cli.items()
+            if name not in CORE_COMMANDS}
+
+
+#: the commands masgrid itself defines; a family cannot take these names
+CORE_COMMANDS = ("run", "instance", "score", "report", "view", "show", "serve", "model", "up", "down")
 
 
 USAGE = """usage:
@@ -66,15 +76,20 @@ USAGE = """usage:
   masgrid report RESULTS_DIR [--out DIR] [--include-invalid] [--condition C] [--no-site]  every table (Markdown, CSV), figure and the HTML site (report/site)
   masgrid report A B [--results DIR] [--out DIR]  two results directories (or experiments) side by side, Welch + Holm
   masgrid view RESULTS_DIR [--port P] [--rebuild]  serve the HTML site on 127.0.0.1 and print its address
-  masgrid judge RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise judge (generation questions)
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
   masgrid model tiny DIR [--seed S]       build the small random chat model that model=tiny_cpu serves (no GPU, seconds)
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
-  masgrid cooper eval|demo-data|judge ... CooperBench: merge and test patches (e.g. --gold); the synthetic pool; the appendix J judge
+"""
+SWEEPS = "  sweeps: masgrid run -m sweep=PRESET model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"
 
-  sweeps: masgrid run -m sweep=masbench model=a,b sweep.max_concurrent=16 (docs/sweeps.md)"""
+
+def usage() -> str:
+    """The usage text: masgrid's own commands, then each family's (from the registry)."""
+    lines = [USAGE.rstrip("\n")]
+    lines += [f"  masgrid {name} {command.usage}" for name, command in _family_commands().items()]
+    return "\n".join([*lines, "", SWEEPS])
 
 
 def _model(args: list[str]) -> int:

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator,
+                      model_validator)
 
 from masgrid.actors.backends import BackendSettings
 from masgrid.actors.backends.sampling import compare_with_paper
 from masgrid.envs.protocols import PROTOCOLS
 from masgrid.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.agentsnet.options import AgentsNetOptions
-from masgrid.envs.tasks.cooper.options import CooperOptions
-from masgrid.envs.tasks.simas.options import SimasOptions
+from masgrid.family import families, family_of
 from masgrid.resources import on_reload
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
@@ -52,7 +51,7 @@ class ExecutionSettings(BaseModel):
     status_actor_after_s: float | None = Field(
         30.0, ge=0, description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
         "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
-        "concurrent latency-bound runs (SIMAS sweeps) on few cores gain from a later start or none")
+        "concurrent latency-bound runs (sequential group discussions) on few cores gain from a later start or none")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
                                                        "running local head (masgrid up), else start local Ray")
@@ -88,15 +87,15 @@ class ExecutionSettings(BaseModel):
         return check_spec(value)
 
 
-#: the family option blocks of RunConfig (each named after its family)
-FAMILY_BLOCKS = ("agentsnet", "simas", "cooper")
+#: the family option blocks of RunConfig (each named after its family, Family.options)
+FAMILY_BLOCKS = tuple(name for name, family in families().items() if family.options is not None)
 
 
-class RunConfig(BaseModel):
+class _RunConfigBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task: str = "sorting"
-    protocol: str = "broadcast"
+    protocol: str = Field("broadcast", description="null or absent: the task's family default (Family.default_protocol)")
     agents: int = Field(5, ge=1, le=100_000)
     k: int | None = Field(None, ge=1, le=1_000_000, description="per-agent workload; null: the task's default_k")
     mode: str | None = "random"
@@ -106,10 +105,7 @@ class RunConfig(BaseModel):
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="instance seed (a 64-bit integer, as the tables store it)")
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
-    graph: str | None = Field(None, description="graph model (AgentsNet)")
-    agentsnet: AgentsNetOptions = Field(default_factory=AgentsNetOptions, description="AgentsNet options")
-    simas: SimasOptions = Field(default_factory=SimasOptions, description="SIMAS options")
-    cooper: CooperOptions = Field(default_factory=CooperOptions, description="CooperBench options")
+    graph: str | None = Field(None, description="graph model, for tasks that run on a generated graph")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -120,6 +116,17 @@ class RunConfig(BaseModel):
     #: config to the driver, so the run id never depends on the node that executes it
     _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
     _counter: CounterChoice | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_default_protocol(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("protocol") is None:
+            family = family_of(str(data.get("task", "sorting")))
+            if family is not None and family.default_protocol is not None:
+                data = {**data, "protocol": family.default_protocol}
+            else:
+                data = {key: value for key, value in data.items() if key != "protocol"}
+        return data
 
     @field_validator("protocol")
     @classmethod
@@ -295,6 +302,25 @@ class RunConfig(BaseModel):
     def run_id(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _run_config_class() -> type[_RunConfigBase]:
+    """RunConfig: the shared fields plus one option block per installed family that has options
+    (`simas:`, `agentsnet:`, ...), each validated by the family's own model with extra="forbid"."""
+    blocks: dict[str, Any] = {
+        name: (family.options, Field(default_factory=family.options, description=f"{family.label} options"))
+        for name, family in families().items() if family.options is not None}
+    return create_model("RunConfig", __base__=_RunConfigBase, __module__=__name__, **blocks)
+
+
+if TYPE_CHECKING:
+    class RunConfig(_RunConfigBase):
+        """The validated run configuration (family option blocks are added at import)."""
+
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    RunConfig = _run_config_class()
+    RunConfig.__doc__ = "The validated run configuration: shared fields and each family's option block."
 
 
 class ConfigError(ValueError):

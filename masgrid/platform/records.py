@@ -1,14 +1,17 @@
 """Schemas of the three result tables (runs, agents, events).
 
 Every file of a table is written with the full schema below, so any subset of files reads
-back with the same columns in pandas and pyarrow. Benchmark families add their metric
-columns to `RUN_METRICS` (nullable); a metric a task reports that is not declared here is
-a programming error caught by the tests.
+back with the same columns in pandas and pyarrow. Benchmark families declare their own metric
+columns (`Family.metrics`, nullable); `RUN_METRICS` is the core ones followed by every
+installed family's. A metric a task reports that is declared nowhere is a programming error
+caught by the tests.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+
+from masgrid.family import family_metrics
 
 #: Hive partition keys of every table, in directory order.
 PARTITION_KEYS = ("task", "protocol")
@@ -46,7 +49,7 @@ LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("t
 
 #: metrics recorded per phase as `<name>_phase1` / `<name>_phase2` (platform/phase_metrics.py): phase 1
 #: is the first run of the task, phase 2 the rerun of a two-phase condition (null otherwise).
-#: MAS-Bench tables report the scored phase by default (analysis/phases.py).
+#: MAS-Bench tables report the scored phase by default (families/masbench/phases.py).
 PHASE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "success": (pa.bool_(), "success of the submissions the phase ended with"),
     "sr": (pa.float64(), "sr of the submissions the phase ended with"),
@@ -61,12 +64,13 @@ PHASE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "cr": (pa.float64(), "communication ratio tokens_comm / tokens_total (eq. 7)"),
 }
 
-#: metric columns: name -> (type, meaning and unit; the README's schema table is built from it)
-RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
+#: metric columns every family shares: name -> (type, meaning); docs/results.md's schema table is built from it
+CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1); null when the task has no "
-                "answer key (SIMAS generation questions)"),
-    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (MAS-Bench eq. 4; SILO S, eq. 2)"),
-    "check": (pa.bool_(), "task's global check, e.g. MAS-Bench CHECK: submissions concatenate to the sorted union"),
+                "answer key (open generation questions, judged afterwards)"),
+    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (each family's docs give "
+           "its paper's equation)"),
+    "check": (pa.bool_(), "the task's global check of all submissions together (a family's own rule; null when it has none)"),
     "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
     "te": (pa.float64(), "token efficiency N*K / total tokens * 1e5 (eq. 6)"),
     "cr": (pa.float64(), "communication ratio, communication tokens / total tokens (eq. 7)"),
@@ -75,8 +79,8 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "tokens_in": (pa.int64(), "prompt tokens over all model calls"),
     "tokens_out": (pa.int64(), "completion tokens over all model calls"),
     "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
-    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies (appendix C); CooperBench: "
-                    "send_message calls, their tool results and the delivered teammate messages"),
+    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies ; under the "
+                    "asynchronous schedule: message tool calls, their results and the messages delivered"),
     "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
     "model_calls": (pa.int64(), "model calls made"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
@@ -102,85 +106,11 @@ RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
        for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
-    "pcs": (pa.float64(), "SILO partial correctness score P, mean per-agent quality q_i (eq. 3)"),
-    "tokens_per_round": (pa.float64(), "SILO token consumption C, output tokens of all agents / rounds executed (eq. 4)"),
-    "density": (pa.float64(), "SILO communication density D, messages delivered (SFS: reads of others' files) / N(N-1) (eq. 5)"),
-    "floor_sr": (pa.float64(), "SILO no-communication floor of this instance: S when every agent answers from "
-                 "its own shard alone (envs/tasks/silo/isolated.py)"),
-    "floor_pcs": (pa.float64(), "SILO no-communication floor of this instance: P of the isolated answers"),
-    "floor_success": (pa.bool_(), "SILO no-communication floor of this instance: whether the isolated answers "
-                      "give S = 1"),
-    # SIMAS (issue 15)
-    "accuracy": (pa.float64(), "SIMAS: 1 if the group's final answer (the first agent's, after T rounds) is right, "
-                 "else 0; a grid point's accuracy is the mean over its questions and repeats; null for the generation "
-                 "questions (simas/open, simas/coding), which `masgrid judge` compares instead"),
-    "discussion_rounds": (pa.int64(), "SIMAS discussion rounds T"),
-    "question_id": (pa.string(), "SIMAS question: <dataset>/<subject or id>/<index in the file>"),
-    "subject": (pa.string(), "SIMAS subject (MMLU subject, ekar or aime2025)"),
-    "profiles_source": (pa.string(), "SIMAS agent profiles: generated, pool, or pool_fallback (the generated reply "
-                        "was unusable after one retry), or missing; null under cot"),
-    "answer_unparsable": (pa.bool_(), "SIMAS: the final reply stated no answer the parser could read, or several "
-                          "different ones (ambiguous); scored wrong, the reason in the agent's submission"),
-    "answer_from": (pa.string(), "SIMAS: which agent gave the group's final answer, first (a_1, Algorithm 1) or last "
-                    "(a_n, appendix A.4) (simas.answer_from); null under cot"),
-    "answer_confidence": (pa.float64(), "SIMAS: confidence in percent (0-100) that the answering agent stated with the "
-                          "final answer (line 'Confidence: N', appendix A.4's auxiliary metric); null when none was "
-                          "stated, and for generation questions"),
-    "fallbacks": (pa.int64(), "replies that failed the protocol's format check and got one retry (AgentsNet)"),
-    "failed_parses": (pa.int64(), "retries that failed the format check as well (AgentsNet)"),
-    # AgentsNet (issue 6): graph, budget and soft score of the instance
-    "soft_score": (pa.float64(), "AgentsNet soft score of the final answers, as the released code computes it (appendix B)"),
-    "message_rounds": (pa.int64(), "AgentsNet message-passing rounds T (the final-answer call comes after them)"),
-    "diameter": (pa.int64(), "AgentsNet graph diameter D"),
-    "max_degree": (pa.int64(), "AgentsNet graph maximum degree Delta"),
-    "edges": (pa.int64(), "AgentsNet graph edge count"),
-    "invalid_answers": (pa.int64(), "AgentsNet final answers missing or not a valid option (scored agents)"),
-    "byzantine_agents": (pa.int64(), "AgentsNet agents given the adversarial objective (appendix I)"),
-    "byzantine_setting": (pa.string(), "AgentsNet Byzantine setting: none, aware or unaware"),
-    "chain_of_thought": (pa.bool_(), "AgentsNet: agents asked to reason before each JSON reply"),
-    "reply_parser": (pa.string(), "AgentsNet: how replies were read, strict or reference (agentsnet.parser)"),
-    "reference_unscorable": (pa.bool_(), "AgentsNet: the released code would have recorded no score for this run "
-                             "(a model call failed after retries, or its scorer divides by zero); masgrid scores it"),
-    "reference_unscorable_reason": (pa.string(), "AgentsNet: why reference_unscorable, '+'-joined: model_error, "
-                                    "no_coordinator (vertex cover, nobody said Yes), no_edges, no_agents; null when scorable"),
-    # CooperBench (issue 16)
-    "cooper_pool": (pa.string(), "CooperBench task set's pool, e.g. pallets_jinja_task"),
-    "cooper_task_id": (pa.int64(), "CooperBench task id within the pool (task<ID>/)"),
-    "cooper_features": (pa.string(), "CooperBench feature ids of the run, comma-joined in config order"),
-    "cooper_setting": (pa.string(), "CooperBench setting: coop, solo or nocomm (planning kept, no messages in execution)"),
-    "cooper_sandbox": (pa.string(), "CooperBench: bwrap, or none (tools and tests ran without isolation: an explicit opt-out)"),
-    "merge_stage": (pa.string(), "CooperBench: the merge stage that produced the evaluated tree: naive (git three-way "
-                    "merge), union (conflict hunks keep both sides), llm, failed (no conflict-free tree), single (solo)"),
-    "conflicts_naive": (pa.int64(), "CooperBench: conflict hunks of the naive merge (null: not attempted, e.g. solo)"),
-    "conflicts_union": (pa.int64(), "CooperBench: conflict hunks left after the union stage (null: not reached)"),
-    "feature_pass_json": (pa.string(), "CooperBench: JSON {feature id: its tests passed on the merged tree}"),
-    "features_passed": (pa.int64(), "CooperBench: features whose tests passed on the merged tree"),
-    "features_total": (pa.int64(), "CooperBench: features of the run"),
-    "actions_total": (pa.int64(), "CooperBench: execution-phase actions of all agents (tool calls, messages included; "
-                      "a reply without a tool call or a failed model call counts one)"),
-    "messages_total": (pa.int64(), "CooperBench: messages sent in the execution phase by all agents"),
-    "patch_lines": (pa.int64(), "CooperBench: changed lines (added + removed) of all agents' patches"),
-    "agents_capped": (pa.int64(), "CooperBench: agents stopped by the action cap before calling finish"),
-    "agents_not_done": (pa.int64(), "CooperBench: agents that called finish with status partial or blocked in "
-                        "execution (the scripted solo agent: features it could not combine; its summary names them)"),
-    "agents_without_patch": (pa.int64(), "CooperBench: agents that left no execution record (evaluated as an empty patch)"),
-    "eval_wall_s": (pa.float64(), "CooperBench: wall time of merge and tests"),
-    "conflicts_llm": (pa.int64(), "CooperBench: files still holding conflict markers after the llm stage (0: it "
-                      "gave a conflict-free tree; null: not run)"),
-    "resolver_outcome": (pa.string(), "CooperBench llm stage: resolved (a conflict-free tree, which was then tested), "
-                         "failed (the union result stands, or nothing merged; see resolver_failure), null: not run"),
-    "resolver_failure": (pa.string(), "CooperBench: why the llm stage failed, per conflict region (a failed call, an "
-                         "empty answer, markers left, an unclosed code block); null unless resolver_outcome is failed"),
-    "resolver_model": (pa.string(), "CooperBench cooper.resolver=llm: the model id the resolver's requests named "
-                       "(null: no resolver configured)"),
-    "resolver_calls": (pa.int64(), "CooperBench: the resolver's model calls (one per conflict region; 0 when no "
-                       "run reached the llm stage; null: no resolver configured)"),
-    "resolver_errors": (pa.int64(), "CooperBench: resolver calls that failed after retries (not in model_errors)"),
-    "resolver_tokens_in": (pa.int64(), "CooperBench: prompt tokens of the resolver's calls (not in tokens_in)"),
-    "resolver_tokens_out": (pa.int64(), "CooperBench: completion tokens of the resolver's calls (not in tokens_out)"),
-    "eval_notes": (pa.string(), "CooperBench: what the evaluator noted (test files dropped from a patch, a patch "
-                   "that did not apply, no conflict-free tree), '; '-joined; null when nothing"),
 }
+
+#: every metric column: the core ones, then each installed family's, in family order
+RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
+    **CORE_METRICS, **{name: (m.type, m.meaning) for name, m in family_metrics().items()}}
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
@@ -236,10 +166,10 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "tokens_cached": (pa.int64(), "tokens", "prompt tokens of this agent's calls the server took from its prefix "
                                             "cache; null when no call of it reported any"),
     "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies "
-                    "(CooperBench: its send_message calls and their results, and the teammate messages delivered to it)"),
+                    "(asynchronous schedule: its message tool calls and their results, and the messages delivered to it)"),
     "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
     "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
-    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; SILO: a receiver still active at the round boundary)"),
+    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; with strict rounds, a receiver still active at the round boundary)"),
     "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
     "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
@@ -267,14 +197,14 @@ EVENT_KINDS: dict[str, str] = {
     "harness": "a harness reply that is no command's (no command found, model error, round notice; verb "
                "stacked: the note on a block that broke one command per block, the block in `text`)",
     "delivery": "LOCAL protocol: the user message a round's end delivers to this agent (its neighbours' messages "
-                "and the next instruction), in `reply`; CooperBench: a teammate's message delivered into this "
-                "agent's next step (sender in `peers`)",
-    "action": "CooperBench: one tool call of a reply (tool name in `tool`, its arguments as JSON in `text`)",
-    "tool_result": "CooperBench: the result of one tool call, in `reply` (role tool)",
-    "message": "CooperBench: a send_message (content in `text`, receivers in `peers`)",
-    "plan": "CooperBench planning phase: the agent called finish with its plan (in `text`)",
-    "finish": "CooperBench execution phase: the agent called finish (status in `verb`, summary in `text`)",
-    "scoring_call": "a model call the scorer made, not an agent (CooperBench's merge resolver: `actor` resolver, "
+                "and the next instruction), in `reply`; asynchronous schedule: a teammate's message delivered "
+                "into this agent's next step (sender in `peers`)",
+    "action": "asynchronous schedule: one tool call of a reply (tool name in `tool`, its arguments as JSON in `text`)",
+    "tool_result": "asynchronous schedule: the result of one tool call, in `reply` (role tool)",
+    "message": "asynchronous schedule: a message tool call (content in `text`, receivers in `peers`)",
+    "plan": "a planning phase (asynchronous schedule): the agent called finish with its plan (in `text`)",
+    "finish": "an execution phase (asynchronous schedule): the agent called finish (status in `verb`, summary in `text`)",
+    "scoring_call": "a model call the scorer made, not an agent (e.g. a merge resolver: `actor` names it, "
                     "`agent` null): the prompt in `text`, the reply in `reply`, its tokens, latency and error",
 }
 
@@ -303,7 +233,7 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
                                    "user, assistant); null: the event added none"),
     "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
-                                  "holds it; CooperBench tool_result and delivery: the event's own seq (its `reply` "
+                                  "holds it; asynchronous schedule, tool_result and delivery: the event's own seq (its `reply` "
                                   "is the history message)"),
     "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
     "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
@@ -313,7 +243,7 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
     "tokens_cached": (pa.int64(), "tokens", "model_call: prompt tokens the server took from its prefix cache "
                                             "(usage.prompt_tokens_details.cached_tokens); null: not reported"),
-    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); CooperBench "
+    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); asynchronous schedule "
                     "action and tool_result of a send_message, delivery: tokens of the call, its result, the delivered "
                     "message; 0 on other events"),
     "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
@@ -326,7 +256,7 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),
     "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
-    "tool": (pa.string(), "label", "CooperBench action, tool_result, message: the tool called, else null"),
+    "tool": (pa.string(), "label", "action, tool_result, message (asynchronous schedule): the tool called, else null"),
     "tool_calls": (pa.string(), "JSON", "model_call of a reply with tool calls: {\"content_chars\": length of the "
                                         "reply text the history message holds (the start of `text`), \"calls\": the "
                                         "OpenAI tool_calls list as it entered the history (id, name, arguments)}, or "
@@ -334,7 +264,7 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
                                         "chars; null otherwise"),
     "tool_call_id": (pa.string(), "label", "tool_result: the id of the call it answers (the history's tool "
                                            "message carries it); null otherwise"),
-    "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule (CooperBench), every event: wall-clock "
+    "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule, every event: wall-clock "
                                                        "time it happened (model_call: when the call was made; prompt: "
                                                        "when recorded); null for the other schedules"),
     **_LABELS,

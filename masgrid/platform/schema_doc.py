@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from masgrid.family import families, family_metrics
 from masgrid.platform.records import (AGENT_COLUMNS, CONFIG_COLUMNS, EVENT_COLUMNS, EVENT_KINDS, PARTITION_KEYS,
                                       PHASE_METRICS, RUN_METRICS, RUN_STATUS_COLUMNS)
 
@@ -22,27 +23,12 @@ UNITS = {
     "te": "elements per 10^5 tokens",
     "cr": "fraction in [0, 1]", "rho": "fraction in [0, 1]", "submitted": "agents",
     "tokens_in": "tokens", "tokens_out": "tokens", "tokens_total": "tokens", "tokens_comm": "tokens",
-    "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands", "stacked_blocks": "blocks",
-    "startup_s": "seconds", "pcs": "fraction in [0, 1]", "tokens_per_round": "tokens per round",
-    "density": "messages per ordered agent pair", "fallbacks": "replies", "failed_parses": "replies",
-    "soft_score": "fraction in [0, 1]", "message_rounds": "rounds", "diameter": "edges (hops)",
-    "max_degree": "neighbours", "edges": "edges", "invalid_answers": "agents", "byzantine_agents": "agents",
-    "byzantine_setting": "label", "chain_of_thought": "boolean", "model_error_rate": "fraction in [0, 1]",
+    "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands",
+    "stacked_blocks": "blocks", "startup_s": "seconds", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
-    "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls", "accuracy": "fraction in [0, 1]",
-    "discussion_rounds": "rounds", "question_id": "label", "subject": "label", "profiles_source": "label",
-    "answer_unparsable": "boolean", "answer_from": "label", "answer_confidence": "percent (0-100)",
-    "floor_sr": "fraction in [0, 1]",
-    "floor_pcs": "fraction in [0, 1]", "floor_success": "boolean",
-    "reply_parser": "label", "reference_unscorable": "boolean", "reference_unscorable_reason": "labels ('+'-joined)",
-    "cooper_pool": "label", "cooper_task_id": "id", "cooper_features": "labels (comma-joined)", "cooper_setting": "label",
-    "cooper_sandbox": "label", "merge_stage": "label", "conflicts_naive": "conflict hunks",
-    "conflicts_union": "conflict hunks", "feature_pass_json": "JSON", "features_passed": "features",
-    "features_total": "features", "actions_total": "actions", "messages_total": "messages", "patch_lines": "lines",
-    "agents_capped": "agents", "agents_not_done": "agents", "agents_without_patch": "agents", "eval_wall_s": "seconds",
-    "eval_notes": "text",
-    "conflicts_llm": "files", "resolver_outcome": "label", "resolver_failure": "text", "resolver_model": "label",
-    "resolver_calls": "calls", "resolver_errors": "calls", "resolver_tokens_in": "tokens", "resolver_tokens_out": "tokens",
+    "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
+    # each family's columns carry their own unit (Family.metrics)
+    **{name: metric.unit for name, metric in family_metrics().items()},
 }
 #: the per-phase columns (`<metric>_phase1`, `_phase2`) carry their metric's unit
 UNITS.update({f"{name}_phase{p}": UNITS[name] for p in (1, 2) for name in PHASE_METRICS})
@@ -58,10 +44,19 @@ def _unit(name: str, t: pa.DataType) -> str:
     return {pa.bool_(): "boolean", pa.int64(): "count"}.get(t, "see meaning")
 
 
+def documented_metrics() -> dict[str, tuple[pa.DataType, str]]:
+    """The core metrics and those of masgrid's own families: docs/results.md documents these; a
+    family installed from elsewhere documents its own."""
+    own = Path(__file__).resolve().parents[1] / "families"
+    foreign = {name for family in families().values() if family.folder is None or own not in family.folder.parents
+               for name in family.metrics}
+    return {name: value for name, value in RUN_METRICS.items() if name not in foreign}
+
+
 def generated() -> str:
     lines = [BEGIN, "", f"Hive partition keys (directory order): {', '.join(f'`{k}`' for k in PARTITION_KEYS)}.", "",
              "### `runs`: metric columns", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
-    for name, (t, meaning) in RUN_METRICS.items():
+    for name, (t, meaning) in documented_metrics().items():
         lines.append(f"| `{name}` | {_type(t)} | {_unit(name, t)} | {meaning} |")
     lines += ["", "### `runs`: configuration and status columns", "",
               "| column | type |", "|---|---|"]

@@ -6,7 +6,8 @@ Layout under `out` (RESULTS_DIR/report/site by default):
   data/runs/<run_id>/header.js           setting, status, provenance, metrics, agents table
   data/runs/<run_id>/flows.js            sender x receiver heatmap and round timeline
   data/runs/<run_id>/agent-<i>.js        agent i's transcript (loaded when it is opened)
-  data/runs/<run_id>/family.js           AgentsNet graph, SIMAS group chat, CooperBench diffs and merge
+  data/runs/<run_id>/family.js           the family's own panel (Family.site_panel), drawn by its script
+  assets/panels/<family>.js              each family's panel renderer (Family.site_script)
 A run page loads its header first and the rest only when needed, so a 100-agent,
 100-round run opens without reading its transcripts (benchmarks/bench_report_site.py).
 """
@@ -21,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from masgrid.analysis.families import FAMILIES, families_present, family_of
+from masgrid.analysis.families import families_present
 from masgrid.analysis.load import load_results
-from masgrid.site.agentsnet_graph import graph_view
-from masgrid.site.cooper_view import cooperbench_view
-from masgrid.site.flows import flows, group_chat
+from masgrid.family import families, family_of, resolve
+from masgrid.site.flows import flows
 from masgrid.site.jsdata import write_data
 from masgrid.site.run_data import Run, index_row, run_header
 from masgrid.site.transcripts import agent_transcripts
@@ -36,28 +36,30 @@ ASSETS = ("site.css", "site.js")
 
 def _copy_assets(out: Path) -> None:
     source = files("masgrid.site") / "assets"
-    (out / "assets").mkdir(parents=True, exist_ok=True)
+    (out / "assets" / "panels").mkdir(parents=True, exist_ok=True)
+    scripts = []
+    for family in families().values():
+        script = family.site_script_path()
+        if script is not None and script.is_file():
+            (out / "assets" / "panels" / f"{family.name}.js").write_text(script.read_text(encoding="utf-8"),
+                                                                          encoding="utf-8")
+            scripts.append(f'<script src="assets/panels/{family.name}.js"></script>')
+    site_js = '<script src="assets/site.js"></script>'
     for name in PAGES:
-        (out / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
+        page = (source / name).read_text(encoding="utf-8").replace(site_js, "\n".join([site_js, *scripts]))
+        (out / name).write_text(page, encoding="utf-8")
     for name in ASSETS:
         (out / "assets" / name).write_text((source / name).read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def family_view(run: Run, agents: pd.DataFrame, events: pd.DataFrame,
                 scoring: pd.DataFrame | None = None) -> dict[str, Any] | None:
-    """The family's own panel data, None when the family has none. `scoring`: the run's
-    events that belong to no agent (the CooperBench merge resolver's calls)."""
+    """The family's own panel data (Family.site_panel), None when the family has none.
+    `scoring`: the run's events that belong to no agent (e.g. a merge resolver's calls)."""
     family = family_of(str(run["task"]))
-    if family == "agentsnet":
-        try:
-            return {"kind": "agentsnet", "graph": graph_view(run, agents)}
-        except (ValueError, KeyError) as exc:  # e.g. a config this code cannot regenerate
-            return {"kind": "agentsnet", "error": f"graph not drawn: {exc}"}
-    if family == "simas":
-        return {"kind": "simas", "chat": group_chat(events)}
-    if family == "cooper":
-        return {"kind": "cooperbench", "view": cooperbench_view(run, agents, scoring)}
-    return None
+    if family is None or family.site_panel is None:
+        return None
+    return dict(resolve(family.site_panel)(run, agents, events, scoring))
 
 
 def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -> None:
@@ -70,9 +72,7 @@ def build_run(run: Run, agents: pd.DataFrame, events: pd.DataFrame, out: Path) -
     agentless = events["agent"].isna() if "agent" in events.columns else pd.Series(False, index=events.index)
     scoring, events = events[agentless], events[~agentless]
     view = family_view(run, agents, events, scoring)
-    names = None
-    if view and view.get("kind") == "agentsnet" and "graph" in view:
-        names = [node["name"] for node in view["graph"]["nodes"]]
+    names = view.pop("agent_names", None) if view else None  # a panel may name the agents (AgentsNet's graph)
     n = int(run["agents"])
     header["has_events"] = not events.empty
     header["family_panel"] = view is not None
@@ -91,8 +91,8 @@ def report_links(out: Path) -> dict[str, str]:
     """The Markdown reports next to the site (`masgrid report` writes them to its parent):
     label -> path relative to the site."""
     candidates = [("report index", "README.md")] + [
-        (f"{label} report", f"{key}/{name}") for key, (label, _) in FAMILIES.items()
-        for name in ("README.md", "agentsnet_report.md")]
+        (f"{family.label} report", f"{key}/{name}") for key, family in families().items()
+        for name in ("README.md", f"{key}_report.md")]
     links: dict[str, str] = {}
     for label, rel in candidates:
         if label not in links and (out.parent / rel).is_file():
@@ -136,6 +136,6 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     present = families_present(runs)
     write_data(out / "data" / "index.js", "index", {
         "results_dir": str(results_dir.resolve()), "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "families": [FAMILIES[f][0] for f in present], "status": status, "runs": rows,
+        "families": [families()[f].label for f in present], "status": status, "runs": rows,
         "reports": reports if reports is not None else report_links(out), "damaged": len(loaded.damaged)})
     return out / "index.html"

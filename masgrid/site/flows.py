@@ -65,11 +65,3 @@ def flows(events: pd.DataFrame, n_agents: int, names: Sequence[str] | None = Non
             [agent, row.verb, receivers, how, text[:SNIPPET] + ("…" if len(text) > SNIPPET else ""), ok])
     return {"heatmap": matrix,
             "rounds": [{"phase": p, "round": r, "items": items} for (p, r), items in sorted(rounds.items())]}
-
-
-def group_chat(events: pd.DataFrame) -> list[dict[str, Any]]:
-    """SIMAS: the discussion as the members wrote it, in order (discuss and final_answer)."""
-    chat = events[(events["kind"] == "command") & events["verb"].isin(["discuss", "final_answer"])]
-    return [{"agent": int(r.agent), "round": int(r.round), "phase": int(r.phase), "verb": r.verb,
-             "text": r.text if isinstance(r.text, str) else ""}
-            for r in chat.sort_values("seq").itertuples(index=False)]

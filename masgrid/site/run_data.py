@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from masgrid.analysis.families import FAMILIES, family_of
+from masgrid.analysis.families import family_name
+from masgrid.family import families
 from masgrid.envs.tasks import get_task
 from masgrid.platform.records import AGENT_COLUMNS, RUN_METRICS
 from masgrid.platform.schema_doc import UNITS
@@ -19,9 +20,6 @@ from masgrid.site.jsdata import plain
 #: one runs row as a plain dict (column -> value); far cheaper to read than a pandas Series
 Run = dict[str, Any]
 
-#: family -> (its headline metric column, label): the index's "score" column
-SCORES = {"masbench": ("sr", "SR"), "silo": ("pcs", "P (partial correctness)"),
-          "agentsnet": ("soft_score", "soft score"), "simas": ("accuracy", "accuracy")}
 PROVENANCE = ("model", "model_preset", "backend", "temperature", "top_p", "max_tokens", "sampling_seed",
               "sampling_vs_paper", "token_counter", "token_counter_source", "tokenizer_sha256", "prompt_hash",
               "point_id", "masgrid_version", "git_commit", "python_version", "ray_version", "vllm_version",
@@ -76,12 +74,13 @@ class IndexRow(BaseModel):
 
 def index_row(run: Run) -> dict[str, Any]:
     """One row of the runs index (an IndexRow, as a dict)."""
-    family = family_of(str(run["task"])) or "other"
-    score_col, score_label = SCORES.get(family, ("sr", "SR"))
+    family = families().get(family_name(str(run["task"])) or "")
+    # the index's "score" column: the family's own headline (Family.site_score), SR otherwise
+    score_col, score_label = (family.site_score if family is not None and family.site_score else ("sr", "SR"))
     row = {key: _get(run, key) for key in ("run_id", "experiment", "tags", "task", "protocol", "agents", "k",
                                             "model", "condition", "seed", "status", "sr", "success", "rounds",
                                             "tokens_total", "wall_s", "model_error_rate")}
-    row.update(family=FAMILIES.get(family, ("other",))[0], score=_get(run, score_col), score_name=score_label,
+    row.update(family=family.label if family is not None else "other", score=_get(run, score_col), score_name=score_label,
                status_note=status_note(run))
     for key in ignored_keys(str(run["task"])):
         if key in row:
@@ -125,7 +124,7 @@ def run_header(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
     for key in ignored_keys(str(run["task"])):
         if setting.get(key) is not None:
             setting[key] = f"{setting[key]} (not read by this task)"
-    return {"run_id": run["run_id"], "family": family_of(str(run["task"])), "status": _get(run, "status"),
+    return {"run_id": run["run_id"], "family": family_name(str(run["task"])), "status": _get(run, "status"),
             "status_note": status_note(run), "setting": setting,
             "provenance": {k: _get(run, k) for k in PROVENANCE}, "metrics": metrics(run),
             "agents": agents_table(agents), "config": config}

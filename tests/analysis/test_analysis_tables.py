@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from masgrid.analysis import load_results, table1, table2, table3, table6, table7, table8, table9, table10
+from masgrid.analysis import load_results
+from masgrid.families.masbench.tables import table1, table2, table3, table6, table7, table8, table9, table10
 from masgrid.analysis.stats import welch_tests
 from masgrid.platform.recorder import SCHEMAS, Recorder, partition_dir, write_table_atomic
 
@@ -251,24 +252,27 @@ def test_welch_pairs_and_degenerate_cells():
 
 
 def test_masgrid_report_writes_every_table_and_figure(dataset, tmp_path, capsys):
-    from masgrid.analysis.report import TABLES
+    from masgrid.families.masbench.report import TABLES
     from masgrid.platform.cli import main
 
     root, ok = dataset
     out = tmp_path / "report"
     assert main(["report", str(root), "--out", str(out)]) == 0
     assert str(out) in capsys.readouterr().out
+    mb = out / "masbench"  # each family's report in its own folder; the overview at the top
+    assert "MAS-Bench: [masbench/README.md](masbench/README.md)" in (out / "README.md").read_text()
     for name in ["overview", *TABLES]:
-        md, csv = (out / f"{name}.md").read_text(), (out / f"{name}.csv").read_text()
+        folder = out if name == "overview" else mb
+        md, csv = (folder / f"{name}.md").read_text(), (folder / f"{name}.csv").read_text()
         assert "(no data)" not in md and md.count("\n|") >= 2, name
         assert len(csv.splitlines()) >= 2, name
-    png = (out / "figure2.png").read_bytes()
+    png = (mb / "figure2.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    index = (out / "README.md").read_text()
+    index = (mb / "README.md").read_text()
     assert all(f"({name}.md)" in index for name in TABLES)
     # the CSV of Table 1 carries the same numbers as the DataFrame
     import pandas as pd
 
-    csv1 = pd.read_csv(out / "table1.csv")
+    csv1 = pd.read_csv(mb / "table1.csv")
     t1 = table1(load_results(root).runs)
     assert csv1.loc[0, "kv / SR%"] == pytest.approx(t1.iloc[0][("kv", "SR%")])

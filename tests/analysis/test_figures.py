@@ -14,8 +14,8 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
-from masgrid.analysis.figures import OKABE_ITO, figure2, figure2_figure
-from masgrid.analysis.spread import table1_spread
+from masgrid.families.masbench.figures import OKABE_ITO, figure2, figure2_figure
+from masgrid.families.masbench.spread import table1_spread
 
 
 def _runs(seed: int = 0) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Which phase the MAS-Bench tables report (analysis/phases.py), against hand computation.
+"""Which phase the MAS-Bench tables report (families/masbench/phases.py), against hand computation.
 
 The results come from real two-phase and one-phase runs against a loopback model scripted
 per agent and phase (tests/support/two_phase.py). Expected cells are computed here in plain
@@ -16,10 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.analysis import load_results, table1
-from masgrid.analysis.tables import table6, table7
-from masgrid.analysis.phases import by_phase, missing_phase_columns, phase_table
-from masgrid.analysis.masbench_cost import table4
+from masgrid.analysis import load_results
+from masgrid.families.masbench.tables import table1
+from masgrid.families.masbench.tables import table6, table7
+from masgrid.families.masbench.phases import by_phase, missing_phase_columns, phase_table
+from masgrid.families.masbench.cost import table4
 from masgrid.analysis.report import build_report
 from tests.support.two_phase import Plan, run_grid
 
@@ -139,12 +140,12 @@ def test_phase_table_shows_both_phases_and_the_run(grid):
 def test_report_says_which_phase_it_reports(grid, tmp_path):
     root, _, _ = grid
     build_report(root, tmp_path)
-    index = (tmp_path / "README.md").read_text()
+    index = (tmp_path / "masbench" / "README.md").read_text()
     assert "report R, TE, CR and tokens of the scored phase (phase 2)" in index
     assert "(phases.md)" in index and "(rerun_changes.md)" in index
-    phases_md = (tmp_path / "phases.md").read_text()
+    phases_md = (tmp_path / "masbench" / "phases.md").read_text()
     assert "phase 1" in phases_md and "whole run" in phases_md
-    assert "scored phase (phase 2)" in (tmp_path / "table1.md").read_text()  # every table says it
+    assert "scored phase (phase 2)" in (tmp_path / "masbench" / "table1.md").read_text()  # every table says it
 
 
 def test_table4_counts_both_phases_of_two_phase_runs(grid, tmp_path):
@@ -157,7 +158,7 @@ def test_table4_counts_both_phases_of_two_phase_runs(grid, tmp_path):
     assert row["comm_mtok"] * 1e6 == pytest.approx(sum(_comm(events, r, None) for r in plans))
     assert sum(p.tokens(None) for p in plans.values()) > sum(p.tokens(p.phases) for p in plans.values())
     build_report(root, tmp_path)
-    note = (tmp_path / "table4.md").read_text()
+    note = (tmp_path / "masbench" / "table4.md").read_text()
     assert "both phases of a two-phase run" in note and "scored phase (phase 2)" not in note
 
 
@@ -203,7 +204,7 @@ def test_report_flags_two_phase_runs_recorded_without_phase_tokens(grid, tmp_pat
             frame.to_parquet(target)
     build_report(old, tmp_path / "report")
     two = sum(p.phases == 2 for p in plans.values())
-    readme = (tmp_path / "report" / "README.md").read_text()
+    readme = (tmp_path / "report" / "masbench" / "README.md").read_text()
     assert f"{two} two-phase runs were recorded without per-phase token counts" in readme
     t1 = table1(load_results(old).runs)
     for condition in ("abl_message", "camoc"):

@@ -29,14 +29,14 @@ def mixed(tmp_path_factory):
 
 def test_other_benchmarks_stay_out_of_the_masbench_tables(mixed, tmp_path):
     build_report(mixed, tmp_path)
-    index = (tmp_path / "README.md").read_text()
-    assert "4 runs (4 ok)" in index  # what is recorded
+    assert "4 runs (4 ok)" in (tmp_path / "README.md").read_text()  # what is recorded
+    index = (tmp_path / "masbench" / "README.md").read_text()
     assert "Left out (not MAS-Bench" in index and "1 agentsnet/coloring, 1 agentsnet/vertex_cover" in index
     assert "cover task max;" in index  # no sorting runs: Tables 1-8 describe max, never a pool of tasks
-    table4 = pd.read_csv(tmp_path / "table4.csv")
+    table4 = pd.read_csv(tmp_path / "masbench" / "table4.csv")
     assert table4.loc[table4["model"] == "Total", "runs"].item() == 2
-    assert list(pd.read_csv(tmp_path / "table9.csv").iloc[:, 0].dropna()) == ["max"]
-    table1 = (tmp_path / "table1.md").read_text()
+    assert list(pd.read_csv(tmp_path / "masbench" / "table9.csv").iloc[:, 0].dropna()) == ["max"]
+    table1 = (tmp_path / "masbench" / "table1.md").read_text()
     assert "local" not in table1 and "broadcast" in table1
 
 
@@ -46,9 +46,9 @@ def test_a_directory_without_masbench_runs_gets_no_masbench_tables(tmp_path):
     files = build_report(root, tmp_path / "report")
     names = {p.name for p in files}
     assert not any(n.startswith(("table", "welch", "failure", "figure")) for n in names), names
-    assert not list((tmp_path / "report").glob("table*"))
+    assert not list((tmp_path / "report").rglob("table*")) and not (tmp_path / "report" / "masbench").exists()
     index = (tmp_path / "report" / "README.md").read_text()
-    assert "no MAS-Bench runs, so no MAS-Bench tables" in index and "Families recorded: AgentsNet" in index
+    assert "MAS-Bench" not in index and "Families recorded: AgentsNet." in index
     assert (tmp_path / "report" / "agentsnet" / "agentsnet_report.md").is_file()
     assert "agentsnet/agentsnet_report.md" in index
 

@@ -39,6 +39,6 @@ def test_report_flags_estimated_cr(tmp_path):
                                           model=model, execution={"executor": "local"}))
         assert run_local(cfg).status == "ok"
     build_report(root, tmp_path / "report")
-    text = (tmp_path / "report" / "README.md").read_text()
+    text = (tmp_path / "report" / "masbench" / "README.md").read_text()
     assert "1 of 2 runs counted communication tokens with the approximate counter" in text
-    assert "table1.md" in text and "approximate counter" in (tmp_path / "report" / "table1.md").read_text()
+    assert "table1.md" in text and "approximate counter" in (tmp_path / "report" / "masbench" / "table1.md").read_text()

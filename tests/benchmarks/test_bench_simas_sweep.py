@@ -15,8 +15,8 @@ import urllib.request
 from pathlib import Path
 from types import ModuleType
 
-from masgrid.envs.tasks.simas.answers import parse_choice
-from masgrid.envs.tasks.simas.profiles import parse_profiles
+from masgrid.families.simas.answers import parse_choice
+from masgrid.families.simas.profiles import parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"

@@ -7,7 +7,7 @@ import pytest
 from masgrid.envs.protocols import ProtocolOptions, make_protocol
 from masgrid.envs.protocols.base import Protocol
 
-SILO = ProtocolOptions.silo()
+SILO = ProtocolOptions.strict_rounds()
 
 
 def proto(name: str, n: int = 3, options: ProtocolOptions | None = None) -> Protocol:

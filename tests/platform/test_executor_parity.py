@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
-from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+from masgrid.families.cooper.sandbox import sandbox_problem
+from masgrid.families.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_one
 from masgrid.platform.recorder import partition_dir

@@ -76,9 +76,10 @@ def test_a_dead_endpoint_gives_an_invalid_run_with_no_tokens_left_out_of_the_rep
 
     out = tmp_path / "report"
     build_report(tmp_path, out)
-    table1 = (out / "table1.md").read_text()
+    table1 = (out / "masbench" / "table1.md").read_text()
     assert "(no data)" in table1 and "1 invalid (too many failed model calls)" in table1
     assert "0 of 1 runs used" in (out / "README.md").read_text()
+    assert "0 of 1 runs used" in (out / "masbench" / "README.md").read_text()
 
 
 class FlakyServer:
@@ -159,7 +160,7 @@ def test_two_served_names_are_two_models_in_every_table(tmp_path, ray_session):
     assert sorted(runs["model"]) == ["bad-model", "good-model"] and set(runs["model_preset"]) == {"loopback"}
     out = tmp_path / "report"
     build_report(tmp_path, out)
-    table1 = pd.read_csv(out / "table1.csv")
+    table1 = pd.read_csv(out / "masbench" / "table1.csv")
     assert sorted(table1["model"]) == ["bad-model", "good-model"]
     sr = dict(zip(table1["model"], table1["broadcast / SR%"]))
     assert sr["good-model"] == 100.0 and sr["bad-model"] < 100.0

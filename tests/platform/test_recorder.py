@@ -65,7 +65,7 @@ def test_writer_killed_mid_write_leaves_a_readable_dataset(tmp_path):
 
 
 def test_a_crashing_run_is_recorded_as_failed(tmp_path, monkeypatch):
-    from masgrid.envs.tasks.masbench.tasks import SortingTask
+    from masgrid.families.masbench.tasks import SortingTask
 
     def boom(self, instance, answers):
         raise RuntimeError("scorer exploded")

@@ -8,7 +8,7 @@ Runs go through the real driver, protocols, recorder and Parquet, in-process
 import pandas as pd
 import pytest
 
-from masgrid.envs.tasks.masbench.generator import MODES
+from masgrid.families.masbench.generator import MODES
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_local
 

@@ -121,4 +121,4 @@ def _kill_resume_report(tmp_path: Path, ray_session, command: Callable[[Path], l
     from masgrid.platform.cli import main
 
     assert main(["report", str(results)]) == 0
-    assert (results / "report" / "figure2.png").is_file() and (results / "report" / "table2.csv").is_file()
+    assert (results / "report" / "masbench" / "figure2.png").is_file() and (results / "report" / "masbench" / "table2.csv").is_file()

@@ -105,7 +105,7 @@ def _paper_sized_simas_data(root: Path) -> Path:
     subject, 30 AIME problems), so the grid presets validate without the real data."""
     import shutil
 
-    from masgrid.envs.tasks.simas.datasets import PAPER_SUBJECTS, default_data_dir
+    from masgrid.families.simas.datasets import PAPER_SUBJECTS, default_data_dir
 
     shutil.copytree(default_data_dir(), root)
     for subject in PAPER_SUBJECTS:

@@ -8,7 +8,7 @@ import random
 import networkx as nx
 import pytest
 
-from masgrid.site.agentsnet_graph import regenerate, violations
+from masgrid.families.agentsnet.site_panel import regenerate, violations
 
 PROBLEMS = ("coloring", "vertex_cover", "matching", "consensus", "leader_election")
 

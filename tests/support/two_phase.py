@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from masgrid.envs.tasks.masbench.generator import init_sort_task
+from masgrid.families.masbench.generator import init_sort_task
 from masgrid.platform.config import RunConfig
 from masgrid.platform.driver import RunSummary
 from masgrid.platform.launch import run_one

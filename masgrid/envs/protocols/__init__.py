@@ -1,26 +1,24 @@
 """Communication substrates, by the names used in configs (`protocol=...`).
 
 `PROTOCOLS` resolves every name through its providing module (masgrid/envs/registry.py):
-a process that never imported the SIMAS or CooperBench package still finds `groupchat` and
-`workspace`, with their reply validators. A substrate added elsewhere gets a line in
-`_PROVIDERS`."""
+the shared ones below, and each family's own (`Family.protocols`), so a process that never
+imported a family's package still finds its protocol, with its reply validators."""
 
 from __future__ import annotations
 
 from masgrid.envs.protocols.base import AnswerParser, Protocol, ProtocolOptions, agent_name
 from masgrid.envs.registry import Registry, UnknownName
+from masgrid.family import families
 
 #: protocol name -> the module whose import registers it
 _PROVIDERS: dict[str, str] = {
     "broadcast": "masgrid.envs.protocols.broadcast",
     "p2p": "masgrid.envs.protocols.p2p",
     "kv": "masgrid.envs.protocols.kv",
-    "local": "masgrid.envs.protocols.local",
-    "groupchat": "masgrid.envs.tasks.simas.groupchat",
-    "workspace": "masgrid.envs.tasks.cooper.workspace_protocol",
 }
 
-PROTOCOLS: Registry[type[Protocol]] = Registry("protocol", _PROVIDERS)
+PROTOCOLS: Registry[type[Protocol]] = Registry("protocol", {
+    **_PROVIDERS, **{name: module for family in families().values() for name, module in family.protocols.items()}})
 
 
 def register_protocol(cls: type[Protocol]) -> type[Protocol]:

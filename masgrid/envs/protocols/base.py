@@ -49,7 +49,7 @@ _IGNORED_CHARS = 200
 class ProtocolOptions(BaseModel):
     """Round semantics a task may ask for; the defaults are MAS-Bench's (appendix E/F).
 
-    SILO-Bench appendix A.5 asks for all six switches flipped (`ProtocolOptions.silo()`):
+    SILO-Bench appendix A.5 asks for all six switches flipped (`ProtocolOptions.strict_rounds()`):
     `wait` ends the turn, nothing sent or written in round r is visible before r + 1
     (inboxes filled atomically at round start, SFS reads see the end-of-previous-round
     store plus the reader's own writes), an agent that submitted leaves the round at
@@ -70,7 +70,8 @@ class ProtocolOptions(BaseModel):
     round_start_roster: bool = False
 
     @classmethod
-    def silo(cls) -> ProtocolOptions:
+    def strict_rounds(cls) -> ProtocolOptions:
+        """Every switch flipped: rounds in which order of application changes nothing."""
         return cls(wait_ends_turn=True, next_round_visibility=True, submit_ends_turn=True,
                    submit_notice=False, deliver_to_submitted=False, round_start_roster=True)
 

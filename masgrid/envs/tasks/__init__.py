@@ -1,27 +1,19 @@
-"""Task registry: `task=<name>` resolves here. Families register on import; a lookup first
-imports the family that provides the name (`_FAMILIES`), so the answer never depends on what
-the asking process imported before (masgrid/envs/registry.py)."""
+"""Task registry: `task=<name>` resolves here. A lookup first imports the task module of the
+family that claims the name (masgrid/family.py), so the answer never depends on what the
+asking process imported before."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from masgrid.envs.registry import UnknownName
+from masgrid.family import families, family_of
 from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
 
 _REGISTRY: dict[str, type[Task]] = {}
 #: name prefix -> factory of the Task class for a full name, for families whose task names
 #: come from data (CooperBench: `cooper/<pool>/<ID>`, one per task set of a dataset)
 _PREFIXES: dict[str, Callable[[str], type[Task]]] = {}
-#: task name, or name prefix ending in "/", -> the family module whose import registers it
-_FAMILIES: dict[str, str] = {
-    "sorting": "masgrid.envs.tasks.masbench", "max": "masgrid.envs.tasks.masbench",
-    "prefix_sum": "masgrid.envs.tasks.masbench",
-    "silo/": "masgrid.envs.tasks.silo", "agentsnet/": "masgrid.envs.tasks.agentsnet",
-    "simas/": "masgrid.envs.tasks.simas", "cooper/": "masgrid.envs.tasks.cooper",
-}
-_FAMILY_MODULES = list(dict.fromkeys(_FAMILIES.values()))
 _loaded = False
 
 
@@ -41,16 +33,15 @@ def register_task_prefix(prefix: str, factory: Callable[[str], type[Task]]) -> N
 def _load_families() -> None:
     global _loaded
     if not _loaded:
-        for module in _FAMILY_MODULES:
-            importlib.import_module(module)
+        for family in families().values():
+            family.load_tasks()
         _loaded = True
 
 
 def _load_family_of(name: str) -> None:
-    for key, module in _FAMILIES.items():
-        if name == key or (key.endswith("/") and name.startswith(key)):
-            importlib.import_module(module)
-            return
+    family = family_of(name)
+    if family is not None:
+        family.load_tasks()
 
 
 def task_names() -> list[str]:
@@ -69,7 +60,7 @@ def get_task(name: str) -> Task:
         if name.startswith(prefix):
             return factory(name)()
     _load_families()
-    if name in _REGISTRY:  # registered by a family that the table does not name
+    if name in _REGISTRY:  # registered by a task module under a name its family does not claim
         return _REGISTRY[name]()
     raise UnknownName("task", name, sorted(_REGISTRY) + [f"{prefix}..." for prefix in sorted(_PREFIXES)])
 

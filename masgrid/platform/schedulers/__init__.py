@@ -7,9 +7,8 @@ from masgrid.platform.schedulers.base import (
     register_scheduler,
 )
 from masgrid.platform.schedulers.asynchronous import AsynchronousScheduler
-from masgrid.platform.schedulers.local_rounds import LocalRoundsScheduler
 from masgrid.platform.schedulers.lockstep import LockstepScheduler
 from masgrid.platform.schedulers.sequential import SequentialScheduler
 
-__all__ = ["SCHEDULERS", "AsynchronousScheduler", "LocalRoundsScheduler", "LockstepScheduler", "SequentialScheduler", "PhaseContext", "PhaseResult", "Scheduler", "get_scheduler",
+__all__ = ["SCHEDULERS", "AsynchronousScheduler", "LockstepScheduler", "SequentialScheduler", "PhaseContext", "PhaseResult", "Scheduler", "get_scheduler",
            "register_scheduler"]

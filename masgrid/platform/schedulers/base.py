@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import OutcomeRecord
 from masgrid.envs.registry import Registry
+from masgrid.family import families
 
 
 class AgentPool(Protocol):
@@ -78,10 +79,10 @@ _PROVIDERS: dict[str, str] = {
     "lockstep": "masgrid.platform.schedulers.lockstep",
     "sequential": "masgrid.platform.schedulers.sequential",
     "asynchronous": "masgrid.platform.schedulers.asynchronous",
-    "local_rounds": "masgrid.platform.schedulers.local_rounds",
 }
 
-SCHEDULERS: Registry[type[Scheduler]] = Registry("schedule", _PROVIDERS)
+SCHEDULERS: Registry[type[Scheduler]] = Registry("schedule", {
+    **_PROVIDERS, **{name: module for family in families().values() for name, module in family.schedules.items()}})
 
 
 def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:

@@ -303,118 +303,15 @@ function renderTranscript(target, entries, agent) {
 
 const OKABE = {ok: "#009E73", bad: "#D55E00", none: "#999999", edge: "#BBBBBB", blue: "#0072B2"};
 
+/* Each family's panel renderer registers itself here from its own script
+   (masgrid/families/<family>/site_panel.js, copied to assets/panels/ and loaded after this file). */
+const MASGRID_PANELS = {};
+
 function renderFamily(view) {
   const box = document.getElementById("family");
-  if (view.kind === "agentsnet") renderGraph(box, view);
-  else if (view.kind === "simas") renderChat(box, view.chat);
-  else if (view.kind === "cooperbench") renderCooperBench(box, view.view);
-}
-
-function renderGraph(box, view) {
-  box.appendChild(el("h2", {}, "AgentsNet graph"));
-  if (view.error) { box.appendChild(el("p", {class: "flag"}, view.error)); return; }
-  const g = view.graph;
-  const W = 640, H = 460, M = 50;
-  const xs = g.nodes.map((n) => n.x), ys = g.nodes.map((n) => n.y);
-  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-  const px = (x) => M + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (W - 2 * M);
-  const py = (y) => M + (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * (H - 2 * M);
-  const root = svg("svg", {id: "agentsnet-graph", width: W, height: H, role: "img", "aria-label": "AgentsNet graph"});
-  for (const [u, v] of g.edges) {
-    root.appendChild(svg("line", {class: "edge", x1: px(g.nodes[u].x), y1: py(g.nodes[u].y), x2: px(g.nodes[v].x),
-                                  y2: py(g.nodes[v].y), stroke: OKABE.edge, "stroke-width": 1.5}));
-  }
-  for (const bad of g.violations) {
-    const [a, b] = [g.nodes[bad.u], g.nodes[bad.v]];
-    const line = svg("line", {class: "violation", "data-why": bad.why, x1: px(a.x), y1: py(a.y), x2: px(b.x), y2: py(b.y),
-                              stroke: OKABE.bad, "stroke-width": 3, "stroke-dasharray": "6 3"});
-    line.appendChild(svg("title", {}, `${a.name} – ${b.name}: ${bad.why}`));
-    root.appendChild(line);
-  }
-  for (const n of g.nodes) {
-    const colour = n.correct === true ? OKABE.ok : n.correct === false ? OKABE.bad : OKABE.none;
-    const c = svg("circle", {class: "node", cx: px(n.x), cy: py(n.y), r: 9, fill: colour,
-                             stroke: n.byzantine ? "#000" : "#fff", "stroke-width": n.byzantine ? 3 : 1.5,
-                             "data-agent": n.id, "data-answer": n.answer === null ? "" : n.answer});
-    c.appendChild(svg("title", {}, `agent ${n.id} ${n.name}: ${n.answer === null ? "no answer" : n.answer}` +
-                                   (n.byzantine ? " (Byzantine, not scored)" : "")));
-    root.appendChild(c);
-    root.appendChild(svg("text", {x: px(n.x) + 11, y: py(n.y) + 4},
-                         `${n.name}: ${n.answer === null ? "–" : n.answer}`));
-  }
-  box.appendChild(root);
-  const counts = {};
-  for (const v of g.violations) counts[v.why] = (counts[v.why] || 0) + 1;
-  box.appendChild(el("p", {class: "note", id: "graph-legend"},
-    "Node colour: green = the agent's local condition holds (agents.correct), orange = it does not, grey = not scored; " +
-    "black ring = Byzantine. Dashed orange edges break the task's rule: " +
-    (Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") || "none") + "." +
-    (g.note ? " " + g.note + "." : "")));
-}
-
-function renderChat(box, chat) {
-  box.appendChild(el("h2", {}, "SIMAS group chat"));
-  const list = el("div", {class: "chat", id: "group-chat"});
-  for (const t of chat) {
-    list.appendChild(el("div", {class: "turn", "data-agent": t.agent},
-                        el("span", {class: "who"}, `round ${t.round} · agent ${t.agent}${t.verb === "final_answer" ? " (final answer)" : ""}: `),
-                        el("pre", {}, t.text)));
-  }
-  box.appendChild(list);
-}
-
-function renderResolver(box, r, left) {
-  /* The llm merge stage (appendix C): the resolver model, its outcome, each call as sent. */
-  const failed = r.outcome !== "resolved" && r.outcome !== null;
-  box.appendChild(el("p", {id: "cooper-resolver"}, `LLM resolver ${r.model}: `,
-    el("b", {class: failed ? "flag" : null}, String(r.outcome)),
-    r.failure ? ` (${r.failure})` : "", `, ${r.calls.length} call(s), conflict hunks left ${left}.`));
-  r.calls.forEach((c, i) => {
-    const head = `resolver call ${i + 1}: ${c.ok ? "answered" : "failed"}` +
-      (c.error ? ` (${c.error})` : "") + `, tokens ${c.tokens_in} in / ${c.tokens_out} out, ${c.latency_s} s`;
-    const details = el("details", {class: "cooper-resolver-call"}, el("summary", {class: c.ok ? null : "flag"}, head));
-    details.appendChild(el("p", {}, "sent:"));
-    details.appendChild(el("pre", {}, c.prompt || ""));
-    details.appendChild(el("p", {}, "answered:"));
-    details.appendChild(el("pre", {}, c.reply || "(nothing)"));
-    box.appendChild(details);
-  });
-}
-
-function renderCooperBench(box, view) {
-  /* Each agent's diff against the base commit, the merge stage reached with its conflict
-     counts, and every feature's test outcome (masgrid/site/cooper_view.py). */
-  box.appendChild(el("h2", {}, "CooperBench"));
-  if (!view) { box.appendChild(el("p", {class: "note"}, "No evaluation recorded for this run.")); return; }
-  const m = view.merge || {};
-  const conflicts = (n) => (n === null || n === undefined ? "not reached" : String(n));
-  box.appendChild(el("p", {id: "cooper-merge"},
-    `Setting ${view.setting}, features ${view.features}, sandbox ${view.sandbox}. Merge stage reached: `,
-    el("b", {}, String(m.stage)), ` (conflict hunks: naive ${conflicts(m.conflicts_naive)}, union ${conflicts(m.conflicts_union)}). `,
-    "Task success: ", el("b", {class: view.success ? null : "flag"}, String(view.success))));
-  if (m.notes) box.appendChild(el("p", {class: "note"}, m.notes));
-  if (view.resolver) renderResolver(box, view.resolver, conflicts(m.conflicts_llm));
-  const tests = el("table", {id: "cooper-tests"}, el("tr", {}, el("th", {}, "feature"), el("th", {}, "tests")));
-  for (const t of view.tests || []) {
-    tests.appendChild(el("tr", {class: t.passed ? null : "flagged"}, el("td", {}, String(t.feature)),
-      el("td", {}, t.passed ? "passed" : "failed")));
-  }
-  box.appendChild(tests);
-  for (const d of view.diffs || []) {
-    const head = `agent ${d.agent} (feature ${d.features.join(", ")}): finished ${d.finish}, ${d.actions} actions, ` +
-      `${d.messages} messages${d.capped ? ", stopped at the action cap" : ""}`;
-    const details = el("details", {class: "cooper-diff", open: true}, el("summary", {}, head));
-    if (d.summary) details.appendChild(el("p", {class: "note"}, d.summary));
-    const pre = el("pre", {});
-    for (const line of (d.patch || "(no changes)").split("\n")) {
-      const cls = line.startsWith("+") && !line.startsWith("+++") ? "diff-add"
-        : line.startsWith("-") && !line.startsWith("---") ? "diff-del" : null;
-      pre.appendChild(el("span", {class: cls}, line + "\n"));
-    }
-    details.appendChild(pre);
-    if (d.cut) details.appendChild(el("p", {class: "flag"}, `diff cut at ${d.patch.length} of ${d.patch_chars} characters`));
-    box.appendChild(details);
-  }
+  const render = MASGRID_PANELS[view.kind];
+  if (render) render(box, view);
+  else box.appendChild(el("p", {class: "flag"}, `no renderer installed for the ${view.kind} panel`));
 }
 
 document.addEventListener("DOMContentLoaded", () => {

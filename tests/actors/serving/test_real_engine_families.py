@@ -142,8 +142,8 @@ def test_cooperbench_tool_calls_through_vllms_tool_parser(vllm_engine, tmp_path,
     """A random model cannot choose tools: the engine's structured outputs force one call in
     the hermes layout and vLLM's own hermes parser returns it as `tool_calls`
     (model.tool_constraint=regex); the run acts, is scored, and is counted exactly."""
-    from masgrid.envs.tasks.cooper.sandbox import sandbox_problem
-    from masgrid.envs.tasks.cooper.synthetic import write_synthetic_pool
+    from masgrid.families.cooper.sandbox import sandbox_problem
+    from masgrid.families.cooper.synthetic import write_synthetic_pool
 
     pool = write_synthetic_pool(tmp_path / "pool")
     sandbox = "none" if sandbox_problem() else "bwrap"

@@ -23,7 +23,7 @@ from masgrid.actors.serving.spec import parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag, StandinCore, build_app
 from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.masbench.tasks import SortingTask
+from masgrid.families.masbench.tasks import SortingTask
 from masgrid.envs.tokens import approx_tokens
 from masgrid.envs.tool_calls import ToolCall, ToolReply
 from tests.support.tool_specs import TOOLS

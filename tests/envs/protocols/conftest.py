@@ -1,7 +1,7 @@
 import pytest
 
 from masgrid.envs.protocols import make_protocol
-from masgrid.envs.tasks.masbench.answers import parse_int_list
+from masgrid.families.masbench.answers import parse_int_list
 
 
 def int_list_parser(k: int):

@@ -21,7 +21,7 @@ from masgrid.envs.protocols import ProtocolOptions, make_protocol
 from masgrid.envs.protocols.base import Protocol
 from masgrid.envs.tasks import get_task
 
-SILO = ProtocolOptions.silo()
+SILO = ProtocolOptions.strict_rounds()
 Scenario = list[dict[int, list[tuple[str, Any]]]]  # per round: role -> commands (verb, role argument)
 
 

@@ -20,7 +20,7 @@ from masgrid.actors.environment import EnvironmentHost
 from masgrid.envs.protocols import make_protocol
 from masgrid.envs.protocols.base import MSG_SKIPPED, STACKED_VERB, ProtocolOptions
 from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.masbench.answers import parse_int_list
+from masgrid.families.masbench.answers import parse_int_list
 
 from .conftest import run
 

@@ -5,7 +5,7 @@ cap get a "not executed" result, every event carries its time.
 
 The task here is a small stand-in with the hooks the scheduler asks of CooperBench's
 (tools, limits, texts, a session); its session's one tool sleeps a random few ms, which
-is what interleaves the loops. The full CooperBench path is tests/platform/test_cooper_runs.py.
+is what interleaves the loops. The full CooperBench path is tests/families/cooper/test_cooper_runs.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""The Python API behind `masgrid.run`, `masgrid.sweep`, `masgrid.load_results` and
+`masgrid.report`: the same composition, identity, resume and validity rules as the CLI, for a
+notebook or a script. Everything here blocks until done."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from masgrid.platform.config import RunConfig
+from masgrid.platform.driver import RunSummary
+from masgrid.platform.sweep import SweepResult, SweepSettings
+
+logger = logging.getLogger(__name__)
+
+
+def _override(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif value is None:
+        text = "null"
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ",".join(_override("_", v).split("=", 1)[1] for v in value) + "]"
+    else:
+        text = str(value)
+    return f"{key}={text}"
+
+
+def compose(*overrides: str, **values: Any) -> tuple[RunConfig, SweepSettings]:
+    """A run config as `masgrid run` would compose it: conf/config.yaml, presets (`model=tiny_cpu`)
+    and overrides, given as Hydra strings (`"simas.rounds=5"`) or keywords (`agents=5`;
+    nested keys with `__`: `simas__rounds=5`). ConfigError (a ValueError) names bad fields."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from masgrid.platform.sweep import split_job_config
+    from masgrid.resources import conf_dir
+
+    argv = [*overrides, *(_override(k.replace("__", "."), v) for k, v in values.items())]
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
+        cfg = hydra_compose(config_name="config", overrides=argv)
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    return split_job_config(data)
+
+
+def _as_config(config: RunConfig | Mapping[str, Any] | None, overrides: Sequence[str],
+               values: Mapping[str, Any]) -> RunConfig:
+    if config is None:
+        return compose(*overrides, **values)[0]
+    if overrides or values:
+        raise TypeError("give either a config or overrides, not both")
+    return config if isinstance(config, RunConfig) else RunConfig.from_mapping(config)
+
+
+def run(config: RunConfig | Mapping[str, Any] | None = None, *overrides: str, preflight: bool = True,
+        **values: Any) -> RunSummary:
+    """Run one configuration and return its summary (the runs row is in its results_dir).
+
+    `masgrid.run(task="simas/mmlu", simas__subject="college_physics", agents=3)`, or a RunConfig.
+    The endpoint check (preflight) runs first, as on the command line; its PreflightError says
+    what is wrong before any actor starts."""
+    from masgrid.platform.launch import run_one
+    from masgrid.platform.preflight import preflight as check
+
+    cfg = _as_config(config, overrides, values)
+    if preflight:
+        check([cfg])
+    return run_one(cfg)
+
+
+def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
+    """Every combination of `axes` (keyword -> values; nested keys with `__`) over the base overrides,
+    composed and validated like a `masgrid run -m` grid."""
+    names = list(axes)
+    values = [list(v) for v in axes.values()]
+    return [compose(*base, **dict(zip(names, combo)))[0] for combo in itertools.product(*values)]
+
+
+def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int = 4,
+          retry_failed: bool = False, retry_invalid: bool = True, progress: str = "off") -> SweepResult:
+    """Run a grid with the CLI's resume rule: grid points already recorded ok or degraded are
+    skipped, interrupted ones re-run; identities are the same run ids the CLI computes.
+
+    `configs`: RunConfigs, or axes `{"agents": [2, 4], "seed": range(3)}` expanded over `base`
+    overrides. Returns the counts (`.ok`, `.failed`, `.failures`, ...); the rows are on disk."""
+    from masgrid.platform.sweep import collapse_error, collapsed_keys, run_sweep
+
+    cfgs = grid(base, **configs) if isinstance(configs, Mapping) else list(configs)
+    if not cfgs:
+        raise ValueError("the sweep has no configuration")
+    keys = collapsed_keys(cfgs)
+    if keys:
+        raise ValueError(collapse_error(keys, cfgs))
+    settings = SweepSettings(max_concurrent=max_concurrent, retry_failed=retry_failed, retry_invalid=retry_invalid,
+                             progress=progress)  # type: ignore[arg-type]
+    return run_sweep(cfgs, settings)
+
+
+@dataclass
+class Results:
+    """The three tables of a results directory, as the reports use them.
+
+    `runs` holds the runs the tables use (the validity rule: status ok or degraded, newest
+    prompts per grid point, unless `include_invalid`), `note` says in one sentence what was left
+    out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`."""
+
+    runs: pd.DataFrame
+    agents: pd.DataFrame
+    events: pd.DataFrame
+    all_runs: pd.DataFrame
+    note: str
+    damaged: list[str]
+
+    def __iter__(self) -> Any:  # runs, agents, events = masgrid.load_results(d)
+        return iter((self.runs, self.agents, self.events))
+
+
+def load_results(results_dir: str | Path, include_invalid: bool = False) -> Results:
+    """Load runs, agents and events with the validity filter applied and stated (`note`)."""
+    from masgrid.analysis.integrity import describe
+    from masgrid.analysis.load import load_results as load
+    from masgrid.analysis.validity import exclusion_note, include_invalid as with_invalid, usable
+
+    loaded = load(results_dir)
+    every = with_invalid(loaded.runs) if include_invalid else loaded.runs
+    runs = usable(every)
+    keep = set(runs["run_id"]) if not runs.empty else set()
+
+    def belonging(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["run_id"].isin(keep)] if not frame.empty else frame
+
+    return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
+                   note=exclusion_note(every) if not every.empty else "no runs recorded",
+                   damaged=describe(loaded.damaged))
+
+
+def report(results_dir: str | Path, out: str | Path | None = None, include_invalid: bool = False,
+           condition: str = "base", site: bool = True) -> Path:
+    """Write the report (index, each family's tables and figures) and, with `site`, the HTML
+    site; return the report's index (README.md). ValueError when nothing is recorded."""
+    from masgrid.analysis.report import build_report
+
+    files = build_report(results_dir, out, include_invalid, condition)
+    if site:
+        from masgrid.site.build import build_site
+
+        build_site(results_dir, files[0].parent / "site")
+    return files[0]

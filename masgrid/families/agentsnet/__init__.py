@@ -1,0 +1,1 @@
+"""AgentsNet: five distributed-computing problems on generated graphs (agentsnet paper)."""

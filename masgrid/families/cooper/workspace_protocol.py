@@ -1,0 +1,29 @@
+"""`protocol=workspace`: CooperBench's substrate, as far as the environment host sees it.
+
+CooperBench has no command blocks and no rounds: the asynchronous scheduler runs each
+agent's tool loop itself (platform/schedulers/asynchronous.py), executes file and shell
+tools in the agent's sandboxed worktree (session.py) and routes `send_message` between the
+loops. The environment host still holds a protocol object per run; this one only names the
+substrate and contributes its fixed texts (the tool specifications and the harness notes)
+to the run's prompt fingerprint, so editing a tool description re-runs what it changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from masgrid.envs.protocols import register_protocol
+from masgrid.envs.protocols.base import Protocol
+from masgrid.families.cooper import prompts
+
+
+@register_protocol
+class WorkspaceProtocol(Protocol):
+    name: ClassVar[str] = "workspace"
+
+    @classmethod
+    def fixed_texts(cls) -> tuple[str, ...]:
+        from masgrid.families.cooper.tools import TOOL_SPECS
+
+        return (*prompts.fixed_texts(), json.dumps(TOOL_SPECS, sort_keys=True))

@@ -1,0 +1,99 @@
+"""Figures fit for a paper: MAS-Bench Figure 2, and how every report figure is written.
+
+Conventions (docs/report.md): the Okabe-Ito palette (distinguishable with the common colour
+vision deficiencies) for every figure the analysis draws; axis labels with units; rate axes
+fixed to 0-100 %; each point is a mean over runs with an error bar of ±1 standard error
+(sample SD / sqrt(n)) and its n written next to it; a caption under the panels says what was
+averaged over and what the bars are. Each figure is written as PNG at 200 dpi and as PDF
+(vector) with the same stem.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on clusters and CI
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from masgrid.analysis.dispersion import mean_se  # noqa: E402
+from masgrid.families.masbench.tables import completed, for_task  # noqa: E402
+
+#: Okabe & Ito (2008), colour-blind-safe qualitative palette
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+plt.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=list(OKABE_ITO))
+DPI = 200
+#: caption font size (points) and the characters of it that fit in an inch of figure width
+CAPTION_PT = 8.0
+CHARS_PER_INCH = 16
+#: (runs column, scale, panel title, y label, rate axis)
+PANELS = (("sr", 100.0, "(a) success rate", "SR (% of agents correct)", True),
+          ("rounds", 1.0, "(b) rounds", "R (model calls per agent, max)", False),
+          ("te", 1.0, "(c) token efficiency", "TE (elements per 10^5 tokens)", False),
+          ("cr", 100.0, "(d) communication ratio", "CR (% of tokens)", True))
+
+
+def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) -> Path:
+    """Lay out, write as PNG (200 dpi) and PDF next to it (parent folders created), close,
+    and return the PNG's path. `note` (the caption: what was averaged, what the error bars
+    are, which runs were left out) is printed under the panels."""
+    if note:
+        # wrapped here, not by matplotlib, so the panels can be lifted by the caption's height
+        # (a fixed margin let long captions run into the axis labels of narrow figures)
+        width, height = fig.get_size_inches()
+        lines = textwrap.wrap(note, width=max(30, int(width * CHARS_PER_INCH)))
+        fig.text(0.01, 0.01, "\n".join(lines), fontsize=CAPTION_PT, ha="left", va="bottom")
+        room = (len(lines) * CAPTION_PT * 1.3 / 72 + 0.1) / height
+        fig.tight_layout(rect=(0, min(0.6, room), 1, 1))
+    else:
+        fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+    return path
+
+
+def figure2_figure(runs: pd.DataFrame, task: str | None = "sorting", note: str | None = None,
+                   condition: str | None = "base") -> tuple["plt.Figure", str]:
+    """The four-panel scaling figure of one condition and its caption (not yet written)."""
+    ok = completed(for_task(runs, task, condition))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))
+    ns = sorted(ok["agents"].dropna().unique())
+    for ax, (col, scale, title, ylabel, rate) in zip(axes, PANELS):
+        stats = mean_se(ok, ["model", "agents"], col, scale) if col in ok.columns else pd.DataFrame()
+        for model, frame in (stats.groupby("model") if not stats.empty else []):
+            frame = frame.sort_values("agents")
+            ax.errorbar(frame["agents"], frame["mean"], yerr=frame["se"].fillna(0), marker="o", capsize=3,
+                        label=str(model))
+            for x, y, n in zip(frame["agents"], frame["mean"], frame["n"]):
+                ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=6)
+        ax.set_title(title)
+        ax.set_xlabel("agents N")
+        ax.set_ylabel(ylabel)
+        if ns:
+            ax.set_xticks(ns)
+        if rate:
+            ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize="small", title="model")
+    what = f"condition {condition}" if condition else "all conditions pooled"
+    caption = (f"Task {task or 'all'}, {what}. Each point: mean over n runs (n written next to it) of the per-run "
+               "metric, K, input families and protocols pooled; error bars: ±1 standard error over runs "
+               "(none where n = 1).")
+    if note:
+        caption += " " + note
+    return fig, caption
+
+
+def figure2(runs: pd.DataFrame, path: str | Path, task: str | None = "sorting", note: str | None = None,
+            condition: str | None = "base") -> Path:
+    """Write the four-panel scaling figure of one condition (Base unless asked) to `path` (+ PDF)."""
+    fig, caption = figure2_figure(runs, task, note, condition)
+    return save_figure(fig, path, caption)

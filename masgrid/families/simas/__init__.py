@@ -1,0 +1,1 @@
+"""SIMAS: sequential group discussion on question answering (simas paper)."""

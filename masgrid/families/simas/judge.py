@@ -1,0 +1,161 @@
+"""`masgrid judge RESULTS_DIR`: the pairwise LLM judge of SIMAS generation questions (appendix C.2).
+
+For every usable SIMAS run of `simas/open` or `simas/coding` under condition `base` (each n),
+the CoT run (condition `cot`) of the same model, task, question, seed and data directory is
+its partner; a judge model (any OpenAI-compatible endpoint, through masgrid's own backend
+client with its retry and timeout policy) scores both final answers against the question's
+criteria in both orders (families/simas/judging.py says how a verdict is reached).
+
+Output: RESULTS_DIR/judgments/part-<pair>.parquet, one file per (SIMAS run, CoT run, judge
+model, judge prompt hash), rows `simas_first`, `cot_first` and `combined`. A rerun skips
+pairs whose file holds a successful combined verdict; failed ones are judged again and the
+file replaced. Pairs without a usable answer on either side are recorded as `skipped`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion
+from masgrid.actors.backends.clients import ClientCache
+from masgrid.actors.backends.openai_chat import http_backend
+from masgrid.families.simas import judging
+from masgrid.families.simas.datasets import Question
+from masgrid.envs.tokens import get_counter
+from masgrid.families.simas.judge_pairs import Pair, find_pairs, pair_id, question_of
+from masgrid.families.simas.judge_records import OrderResult, is_done, rows_for, write_part
+from masgrid.resources import conf_dir
+
+def judge_settings(preset: str | None, overrides: list[str]) -> BackendSettings:
+    """The judge's endpoint: a conf/model preset, then `key=value` overrides (any BackendSettings field)."""
+    data: dict[str, Any] = {}
+    if preset:
+        path = conf_dir() / "model" / f"{preset}.yaml"
+        if not path.is_file():
+            raise ValueError(f"judge: no model preset {preset!r} (expected {path})")
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"judge: --set takes key=value, got {item!r}")
+        data[key.strip()] = yaml.safe_load(value)
+    try:
+        settings = BackendSettings(**data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"judge: model.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if not settings.base_url:
+        raise ValueError("judge: the judge needs an OpenAI-compatible endpoint: --model PRESET or --set base_url=URL")
+    return settings
+
+
+async def judge_order(backend: ChatBackend, question: Question, order: str, simas: str, cot: str) -> OrderResult:
+    """One order: a call, one retry on a malformed reply, then a recorded failure."""
+    a, b = (simas, cot) if order == "simas_first" else (cot, simas)
+    messages = judging.judge_messages(question, a, b)
+    out = OrderResult()
+    for attempt in (1, 2):
+        done: Completion = await backend.complete(messages)
+        out.attempts, out.tokens_in, out.tokens_out = attempt, out.tokens_in + done.tokens_in, out.tokens_out + done.tokens_out
+        if done.error is not None:
+            out.error = f"judge call failed: {done.error}"
+            return out
+        out.raw_first_reply, out.raw_reply = (out.raw_reply, done.text) if attempt == 2 else (None, done.text)
+        try:
+            a_scores, b_scores, winner, why = judging.parse_reply(done.text, list(question.criteria or []))
+        except judging.JudgeFormatError as exc:
+            out.error = f"malformed judge reply: {exc}"
+            messages = [*messages, {"role": "assistant", "content": done.text or ""}, judging.retry_message(str(exc))]
+            continue
+        out.error = None
+        out.verdict = judging.verdict(order, a_scores, b_scores, winner, why)
+        return out
+    return out
+
+
+class JudgeSummary(BaseModel):
+    pairs: int = 0
+    judged: int = 0
+    failed: int = 0
+    skipped: int = 0
+    already: int = 0
+    unpaired: int = 0
+
+
+async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[str, str], concurrency: int = 4
+                    ) -> JudgeSummary:
+    pairs, unpaired = find_pairs(results_dir, where)
+    summary = JudgeSummary(pairs=len(pairs), unpaired=unpaired)
+    out_dir = results_dir / "judgments"
+    prompt, judge_model = judging.prompt_hash(), settings.request_model
+    clients = ClientCache()
+    backend = http_backend(settings, get_counter(), clients)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(pair: Pair) -> None:
+        pid = pair_id(pair, judge_model, prompt)
+        if is_done(out_dir / f"part-{pid}.parquet"):
+            summary.already += 1
+            return
+        question = question_of(pair)
+        missing = [m for m, a in (("simas", pair.simas_answer), ("cot", pair.cot_answer)) if a is None]
+        if missing:
+            summary.skipped += 1
+            write_part(out_dir, pid, rows_for(pair, pid, judge_model, prompt, None,
+                                          f"no usable final answer from {' and '.join(missing)}", len(question.criteria or [])))
+            return
+        async with gate:
+            orders = await asyncio.gather(*(judge_order(backend, question, o, pair.simas_answer, pair.cot_answer)
+                                            for o in judging.ORDERS))  # type: ignore[arg-type]
+        results = dict(zip(judging.ORDERS, orders))
+        rows = rows_for(pair, pid, judge_model, prompt, results, None, len(question.criteria or []))
+        if rows[-1]["status"] == "ok":
+            summary.judged += 1
+        else:
+            summary.failed += 1
+        write_part(out_dir, pid, rows)
+
+    try:
+        await asyncio.gather(*(one(p) for p in pairs))
+    finally:
+        await backend.close()
+        await clients.aclose()
+    return summary
+
+
+def judge_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """RESULTS_DIR and the judge model's options (`judge_settings`), shared by every judge command."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("results_dir", type=Path)
+    parser.add_argument("--model", default=None, help="judge model preset under conf/model (may differ from the agents')")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="judge model setting, e.g. base_url=http://127.0.0.1:8000/v1 served_name=... temperature=0")
+    return parser
+
+
+def judge_command(args: list[str]) -> int:
+    parser = judge_parser("masgrid judge", "judge SIMAS against CoT answers on the open-ended and coding questions "
+                          "(appendix C.2)")
+    parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                        help="only SIMAS runs whose runs column equals VALUE (their CoT partners follow), "
+                        "e.g. model=qwen task=simas/coding agents=4")
+    parser.add_argument("--concurrency", type=int, default=4, help="pairs judged at once")
+    ns = parser.parse_args(args)
+    try:
+        settings = judge_settings(ns.model, ns.set)
+        where = dict(item.partition("=")[::2] for item in ns.where)
+        summary = asyncio.run(judge_all(ns.results_dir, settings, where, max(1, ns.concurrency)))
+    except ValueError as exc:
+        print(f"masgrid judge: {exc}", file=sys.stderr)
+        return 2
+    print(f"judge {settings.request_model}: {summary.pairs} pairs, {summary.judged} judged, {summary.failed} judge "
+          f"failures, {summary.skipped} skipped (no usable answer), {summary.already} already judged; "
+          f"{summary.unpaired} SIMAS runs without a CoT partner -> {ns.results_dir / 'judgments'}")
+    return 1 if summary.failed else 0

@@ -1,0 +1,1 @@
+"""Relay: a toy benchmark family installed from outside masgrid."""

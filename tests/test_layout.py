@@ -1,0 +1,79 @@
+"""Core code names no benchmark family: a family's name, label, task names and protocols appear
+in code (identifiers and string literals) only under masgrid/families/<family>/. Comments and
+docstrings may cite a family's paper (the shared protocols come from MAS-Bench's appendices)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from masgrid.family import families
+
+PACKAGE = Path(__file__).resolve().parents[1] / "masgrid"
+
+
+def _family_words() -> re.Pattern[str]:
+    words: set[str] = set()
+    for family in families().values():
+        if family.folder is None or PACKAGE not in family.folder.parents:
+            continue  # a family installed from elsewhere (tests/plugins) is not masgrid's concern here
+        words |= {family.name, family.label, *family.task_names, *(p.rstrip("/") for p in family.task_prefixes),
+                  *family.protocols, *family.schedules, *family.cli}
+    words |= {"mas-bench", "silo-bench", "cooperbench", "camoc"}
+    alternatives = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    return re.compile(rf"(?i)(?<![a-z0-9_]){alternatives}(?![a-z0-9_])")
+
+
+#: family words that are ordinary words in code (`max(...)`, a local path, a validity judgement)
+ORDINARY = {"max", "local", "judge"}
+#: where core code names a family on purpose, with why
+ALLOWED = {
+    ("masgrid/platform/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
+}
+
+
+def _code_tokens(path: Path) -> list[tuple[int, str]]:
+    out = []
+    previous = tokenize.NEWLINE
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if token.type == tokenize.NAME:
+            out.append((token.start[0], token.string))
+        elif token.type == tokenize.STRING and previous not in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                                                 tokenize.NL):
+            out.append((token.start[0], token.string))  # a string that is not a docstring
+        if token.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = token.type
+    return out
+
+
+def test_core_code_names_no_family():
+    pattern = _family_words()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent)
+        if rel.parts[1] == "families":
+            continue
+        for line, text in _code_tokens(path):
+            for match in pattern.finditer(text):
+                word = match.group(0).lower()
+                if word in ORDINARY or (str(rel), word) in ALLOWED:
+                    continue
+                found.append(f"{rel}:{line}: {word!r} in {text[:60]!r}")
+    assert not found, "core code names a family (move it under masgrid/families/<family>/):\n" + "\n".join(found)
+
+
+def test_the_check_catches_a_family_name(tmp_path):
+    """The check itself: a core module naming a family's task is found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""SIMAS in a docstring is fine."""\nTASK = "simas/mmlu"  # and in a comment\n')
+    hits = [text for _, text in _code_tokens(probe) if _family_words().search(text)]
+    assert hits == ['"simas/mmlu"']
+
+
+def test_every_builtin_family_is_one_folder():
+    for family in families().values():
+        if family.folder is not None and PACKAGE in family.folder.parents:
+            assert family.folder == PACKAGE / "families" / family.name
+            assert family.tasks.startswith(f"masgrid.families.{family.name}.")
