@@ -24,7 +24,7 @@ from pathlib import Path
 
 from masgrid.envs.tasks import get_task
 from masgrid.families.silo.isolated import FLOOR_SCALES, FLOOR_SEEDS, floor_cell
-from masgrid.families.silo.spec import SILO_SPECS
+from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 from masgrid.envs.tokens import get_counter
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "tasks" / "silo-isolated.md"

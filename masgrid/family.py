@@ -20,9 +20,8 @@ import threading
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 logger = logging.getLogger(__name__)
@@ -32,14 +31,20 @@ ENTRY_POINT_GROUP = "masgrid.families"
 
 
 class Metric(BaseModel):
-    """One run-table column a family adds: its Arrow type, unit and meaning (the one source
-    for the Parquet schema, docs/schema.md and the tables' column notes)."""
+    """One run-table column a family adds: its type, unit and meaning (the one source for the
+    Parquet schema, docs/results.md and the tables' column notes). The type is named, not an
+    Arrow object, so declaring a family imports no Arrow (`masgrid run` starts without it)."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: pa.DataType
+    type: Literal["bool", "int64", "float64", "string"]
     meaning: str
     unit: str = "-"
+
+    def arrow_type(self) -> Any:
+        import pyarrow as pa
+
+        return {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}[self.type]
 
 
 class CliCommand(BaseModel):

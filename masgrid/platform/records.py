@@ -110,7 +110,7 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
 
 #: every metric column: the core ones, then each installed family's, in family order
 RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
-    **CORE_METRICS, **{name: (m.type, m.meaning) for name, m in family_metrics().items()}}
+    **CORE_METRICS, **{name: (m.arrow_type(), m.meaning) for name, m in family_metrics().items()}}
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),

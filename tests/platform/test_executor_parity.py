@@ -169,11 +169,14 @@ print("ok")
 def test_every_provider_registers_its_names() -> None:
     from masgrid.actors.backends import _FACTORIES
     from masgrid.envs.protocols import PROTOCOLS
-    from masgrid.envs.tasks import _FAMILIES, task_names
+    from masgrid.envs.tasks import task_names
+    from masgrid.family import families
     from masgrid.platform.schedulers.base import SCHEDULERS
 
     for registry in (PROTOCOLS, SCHEDULERS, _FACTORIES):
         assert set(registry.providers) == set(registry.names()), registry.kind
     names = task_names()
-    for key in _FAMILIES:
-        assert any(n == key or n.startswith(key) for n in names) or key == "cooper/", key
+    for family in families().values():  # every family's claimed names exist (data-named prefixes excepted)
+        claimed = [n for n in names if family.claims(n)]
+        assert claimed or family.name == "cooper", family.name
+        assert set(family.task_names) <= set(names), family.name

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from masgrid.families.silo import formats_doc, prompts
-from masgrid.families.silo.spec import SILO_SPECS
+from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 
 ROOT = Path(__file__).resolve().parents[3]
 

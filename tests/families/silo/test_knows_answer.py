@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from masgrid.families.silo.spec import SILO_SPECS
+from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 
 
 def _solve_from(spec, agent: int, n: int, data, known: set[int]):

@@ -10,7 +10,7 @@ import pytest
 
 from masgrid.envs.tasks import get_task
 from masgrid.families.silo import prompts
-from masgrid.families.silo.spec import SILO_SPECS
+from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 
 SHARED = ("same, complete answer", "globally correct answer")
 

@@ -1,14 +1,12 @@
 """The relay family, declared to masgrid through the `masgrid.families` entry point."""
 
-import pyarrow as pa
-
 from masgrid import CliCommand, Family, Metric
 from masgrid_relay.options import RelayOptions
 
 FAMILY = Family(
     name="relay", label="Relay", tasks="masgrid_relay.tasks", task_prefixes=("relay/",), options=RelayOptions,
-    metrics={"relay_total": Metric(type=pa.int64(), unit="count", meaning="Relay: the true sum"),
-             "relay_mean_error": Metric(type=pa.float64(), unit="count",
+    metrics={"relay_total": Metric(type="int64", unit="count", meaning="Relay: the true sum"),
+             "relay_mean_error": Metric(type="float64", unit="count",
                                         meaning="Relay: mean absolute error of the submitted sums")},
     default_protocol="broadcast", report="masgrid_relay.report:write_report",
     site_panel="masgrid_relay.site_panel:panel", site_script="site_panel.js", site_score=("sr", "SR"),
