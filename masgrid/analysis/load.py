@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.integrity import Damage, check_results
+from masgrid.analysis.integrity import Damage, check_results, read_log
 
 TABLES = ("runs", "agents", "events")
 
@@ -17,8 +17,11 @@ class Results:
     runs: pd.DataFrame
     agents: pd.DataFrame
     events: pd.DataFrame
-    #: damaged files found (and set aside) while loading; a report lists them
+    #: damaged files found (and set aside) by this load
     damaged: list[Damage] = field(default_factory=list)
+    #: every file the quarantine log lists (this load's and earlier ones, e.g. a resume's);
+    #: what a report lists, since files are set aside before anything is loaded
+    quarantined: list[Damage] = field(default_factory=list)
 
 
 def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
@@ -50,4 +53,4 @@ def load_results(results_dir: str | Path, completed_only: bool = True) -> Result
         done = set(runs["run_id"])
         agents = agents[agents["run_id"].isin(done)] if not agents.empty else agents
         events = events[events["run_id"].isin(done)] if not events.empty else events
-    return Results(runs=runs, agents=agents, events=events, damaged=damaged)
+    return Results(runs=runs, agents=agents, events=events, damaged=damaged, quarantined=read_log(results_dir))

@@ -17,7 +17,7 @@ from rich.table import Table
 from masgrid.analysis import (figures, masbench_ablation, masbench_cost, masbench_failures, phases, rerun, spread,
                               stats, tables)
 from masgrid.analysis.families import FAMILIES, families_present, write_family_reports
-from masgrid.analysis.integrity import check_results, describe
+from masgrid.analysis.integrity import Damage, check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
 from masgrid.analysis.token_units import approximate_token_note
@@ -120,7 +120,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     loaded = load_results(results_dir)
     runs = loaded.runs
     if runs.empty:
-        raise ValueError(f"no runs recorded under {results_dir}")
+        aside = (f" ({len(loaded.quarantined)} damaged files set aside: {results_dir / 'quarantine' / 'log.jsonl'})"
+                 if loaded.quarantined else "")
+        raise ValueError(f"no runs recorded under {results_dir}{aside}")
     if with_invalid:
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
@@ -132,6 +134,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         labels = ", ".join(FAMILIES[f][0] for f in present) or "no known benchmark family"
         index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "",
                  f"Families recorded: {labels}; no MAS-Bench runs, so no MAS-Bench tables.", "",
+                 *quarantine_section(loaded.quarantined, set(loaded.runs["run_id"])),
                  *family_lines, "[Runs recorded per task, protocol and model](overview.md)", ""]
         (out / "README.md").write_text("\n".join(index), encoding="utf-8")
         return [out / "README.md", *written]
@@ -140,10 +143,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {recorded}.", "", note, ""]
     if left_out:
         index += [left_out, ""]
+    index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += family_lines
-    if loaded.damaged:
-        index += ["Damaged files set aside (a resume re-runs their runs):", "",
-                  *(f"- {line}" for line in describe(loaded.damaged)), ""]
     index.append(f"Tables 1-8, the t-tests and Figure 2 cover task {task}; Tables 9 and 10 compare the "
                  f"MAS-Bench tasks recorded; Table 4 counts every MAS-Bench run.\n")
     accounting = _accounting_note(runs, task)
@@ -182,6 +183,22 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     index += ["", "## Table 1", "", to_markdown(tables.table1(runs, task))]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
+
+
+def quarantine_section(entries: list[Damage], recorded: set[str]) -> list[str]:
+    """Index lines for every file the quarantine log lists, whoever set it aside (a resume, or
+    this report's own load): the tables silently lack those runs otherwise. Each says why,
+    what was lost, and whether its run has been recorded again since."""
+    if not entries:
+        return []
+    lines = [f"## Damaged files set aside ({len(entries)})", "",
+             "Listed in `quarantine/log.jsonl` and moved under `quarantine/`; a run that is not recorded "
+             "again is missing from every table until a resume re-runs it.", ""]
+    for entry, line in zip(entries, describe(entries)):
+        now = ("" if not entry.run_id else f"; now: run {entry.run_id} recorded again" if entry.run_id in recorded
+               else f"; now: run {entry.run_id} not recorded (a resume runs it)")
+        lines.append(f"- {entry.time or 'time unknown'}: {line}{now}")
+    return [*lines, ""]
 
 
 def _accounting_note(runs: pd.DataFrame, task: str | None) -> str:
