@@ -46,29 +46,32 @@ class Damage(BaseModel):
     time: str | None = None
 
 
-def _readable(path: Path) -> str | None:
-    """None if the file's footer and schema read back, else why not (a truncated or foreign
-    file). Damage inside the data pages surfaces when the file is read, and the readers set
-    such a file aside then (Recorder.run_outcomes, analysis.load.read_table)."""
+def _readable(path: Path, deep: bool = False) -> str | None:
+    """None if the file's footer and schema read back (with `deep`, its data too), else why
+    not (a truncated or foreign file). Damage inside the data pages surfaces only when the
+    data are read: the readers then scan deep (Recorder.run_outcomes, analysis.load.read_table)."""
     try:
         meta = pq.ParquetFile(path).metadata
         if meta.num_columns == 0:
             return "no columns"
+        if deep:
+            pq.read_table(path)
         return None
     except Exception as exc:  # noqa: BLE001 - any reader failure means the file is damaged
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
 
-def scan(results_dir: str | Path) -> list[Damage]:
-    """Every unreadable data file under the three tables (temporary dot-files are ignored)."""
+def scan(results_dir: str | Path, deep: bool = False, tables: tuple[str, ...] = TABLES) -> list[Damage]:
+    """Every unreadable data file under `tables` (temporary dot-files are ignored); `deep`
+    reads every file whole, which only a reader that just failed should pay for."""
     root = Path(results_dir)
     found = []
-    for table in TABLES:
+    for table in tables:
         base = root / table
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("part-*.parquet")):
-            why = _readable(path)
+            why = _readable(path, deep)
             if why is None:
                 continue
             match = _RUN_ID.match(path.name)
@@ -126,9 +129,10 @@ def read_log(results_dir: str | Path) -> list[Damage]:
     return entries
 
 
-def check_results(results_dir: str | Path, move: bool = True) -> list[Damage]:
+def check_results(results_dir: str | Path, move: bool = True, deep: bool = False,
+                  tables: tuple[str, ...] = TABLES) -> list[Damage]:
     """Scan and (by default) quarantine; returns what was found, for the caller to report."""
-    damages = scan(results_dir)
+    damages = scan(results_dir, deep, tables)
     return quarantine(results_dir, damages) if damages and move else damages
 
 

@@ -33,7 +33,8 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
     try:
         df = pd.read_parquet(path)
     except Exception:  # noqa: BLE001 - an unreadable file: quarantine it, then read the rest
-        if not check_results(results_dir):
+        # a footer that reads back can still hide damaged data pages: then read this table's files whole
+        if not (check_results(results_dir) or check_results(results_dir, deep=True, tables=(table,))):
             raise
         return read_table(results_dir, table)
     for key in ("task", "protocol"):
@@ -46,9 +47,10 @@ def load_results(results_dir: str | Path, completed_only: bool = True) -> Result
     """runs/agents/events; with `completed_only`, rows of runs without a `runs` row are dropped
     (left by an interrupted attempt that a resume will redo)."""
     damaged = check_results(results_dir) if Path(results_dir).is_dir() else []
-    runs = read_table(results_dir, "runs")
+    # runs last: a damaged agents or events file found while reading sets its run's runs file aside
     agents = read_table(results_dir, "agents")
     events = read_table(results_dir, "events")
+    runs = read_table(results_dir, "runs")
     if completed_only and not runs.empty:
         done = set(runs["run_id"])
         agents = agents[agents["run_id"].isin(done)] if not agents.empty else agents

@@ -112,3 +112,22 @@ def test_an_unparsable_log_line_does_not_hide_the_others(tmp_path, caplog):
                    '{"path": "cut short\n\n')
     assert [entry.path for entry in read_log(tmp_path)] == ["p"]
     assert "line 2 is not a quarantine entry" in caplog.text
+
+
+def test_damaged_data_pages_behind_a_readable_footer_are_set_aside_too(tmp_path):
+    from masgrid.analysis.load import load_results
+
+    root = tmp_path / "results"
+    cfgs = configs(root)
+    for cfg in cfgs:
+        run_local(cfg)
+    hidden = only_file(root, "events", cfgs[1].run_id)
+    data = bytearray(hidden.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    data[4:len(data) - footer - 8] = b"\xab" * (len(data) - footer - 12)  # pages only; the footer reads
+    hidden.write_bytes(bytes(data))
+    loaded = load_results(root)
+    assert cfgs[1].run_id not in set(loaded.runs["run_id"]) and len(loaded.runs) == 2
+    assert cfgs[1].run_id not in set(loaded.events["run_id"])
+    assert {(d.table, d.run_id) for d in loaded.quarantined} == {("events", cfgs[1].run_id), ("runs", cfgs[1].run_id)}
+    assert [d.error for d in loaded.quarantined][0].startswith("OSError: Couldn't deserialize thrift")
