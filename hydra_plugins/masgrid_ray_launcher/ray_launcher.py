@@ -16,10 +16,12 @@ choice, not once per job), a grid whose jobs would collapse into one run is refu
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 
 from hydra._internal.core_plugins import basic_sweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
@@ -49,16 +51,39 @@ ConfigStore.instance().store(group="hydra/sweeper", name="masgrid_basic", node=M
 
 
 class MasgridSweeper(basic_sweeper.BasicSweeper):
-    """Hydra's basic grid sweeper without its own check of every job.
+    """Hydra's basic grid sweeper without its own check of every job, and without writing.
 
     Before each batch, BasicSweeper composes every job fully just to see that it composes
     (`validate_batch_is_legal`): 0.1-0.2 s a job, 5-10 minutes for `sweep=masbench`
     before the launcher even starts. The masgrid_ray launcher composes and validates
     every job itself, reporting every failure before anything runs, so the check is skipped.
+
+    BasicSweeper also creates `hydra.sweep.dir` (results_dir/.multirun) and saves
+    multirun.yaml there before any job is validated, so a refused sweep (invalid job, a
+    results_dir held by another sweep) would still create results_dir or overwrite the
+    record of the sweep that holds it. Here the launcher saves it once the sweep starts.
     """
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         return None
+
+    def sweep(self, arguments: List[str]) -> Any:
+        """BasicSweeper.sweep (Hydra 1.3) minus the sweep directory and multirun.yaml."""
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        params_conf = self._parse_config()
+        params_conf.extend(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
+        returns: List[Sequence[JobReturn]] = []
+        initial_job_idx = 0
+        while not self.is_done():
+            batch = self.get_job_batch()
+            results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+            for r in results:
+                _ = r.return_value  # raises if the job failed, as BasicSweeper does
+            initial_job_idx += len(batch)
+            returns.append(results)
+        return returns
 
 
 class MasgridRayLauncher(Launcher):
@@ -75,7 +100,7 @@ class MasgridRayLauncher(Launcher):
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from masgrid.platform.compose import JobComposer
         from masgrid.platform.config import ConfigError
-        from masgrid.platform.preflight import PreflightError
+        from masgrid.platform.preflight import PreflightError, check_results_dir
         from masgrid.platform.recorder import ResultsUnwritable
         from masgrid.platform.results_lock import ResultsDirBusy
         from masgrid.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
@@ -119,7 +144,9 @@ class MasgridRayLauncher(Launcher):
             remember(SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed, cfgs))))
             return []
         try:
-            result = run_sweep(cfgs, all_settings[0])
+            for results_dir in sorted({cfg.results_dir for cfg in cfgs}):
+                check_results_dir(results_dir)  # creates it (not its parent): the grid is valid now
+            result = run_sweep(cfgs, all_settings[0], on_start=self._save_sweep_config)
         except (PreflightError, ResultsDirBusy, ResultsUnwritable) as exc:  # bad endpoint, results_dir busy or refusing writes
             remember(SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}")))
             return []
@@ -131,6 +158,17 @@ class MasgridRayLauncher(Launcher):
             ret.return_value = "failed" if cfg.run_id in result.failures else "done"
             returns.append(ret)
         return returns
+
+    def _save_sweep_config(self) -> None:
+        """hydra.sweep.dir/multirun.yaml, as Hydra's BasicSweeper writes it, but only for a
+        sweep that is about to run: it holds its results_dir and passed preflight."""
+        from masgrid.platform.storage import storage_errors
+
+        assert self.config is not None
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        with storage_errors(sweep_dir):
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
 
 def _fail(line: str) -> str:

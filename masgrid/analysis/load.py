@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.integrity import Damage, check_results
+from masgrid.analysis.integrity import Damage, check_results, read_log
 
 TABLES = ("runs", "agents", "events")
 
@@ -17,8 +17,11 @@ class Results:
     runs: pd.DataFrame
     agents: pd.DataFrame
     events: pd.DataFrame
-    #: damaged files found (and set aside) while loading; a report lists them
+    #: damaged files found (and set aside) by this load
     damaged: list[Damage] = field(default_factory=list)
+    #: every file the quarantine log lists (this load's and earlier ones, e.g. a resume's);
+    #: what a report lists, since files are set aside before anything is loaded
+    quarantined: list[Damage] = field(default_factory=list)
 
 
 def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
@@ -30,7 +33,8 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
     try:
         df = pd.read_parquet(path)
     except Exception:  # noqa: BLE001 - an unreadable file: quarantine it, then read the rest
-        if not check_results(results_dir):
+        # a footer that reads back can still hide damaged data pages: then read this table's files whole
+        if not (check_results(results_dir) or check_results(results_dir, deep=True, tables=(table,))):
             raise
         return read_table(results_dir, table)
     for key in ("task", "protocol"):
@@ -43,11 +47,12 @@ def load_results(results_dir: str | Path, completed_only: bool = True) -> Result
     """runs/agents/events; with `completed_only`, rows of runs without a `runs` row are dropped
     (left by an interrupted attempt that a resume will redo)."""
     damaged = check_results(results_dir) if Path(results_dir).is_dir() else []
-    runs = read_table(results_dir, "runs")
+    # runs last: a damaged agents or events file found while reading sets its run's runs file aside
     agents = read_table(results_dir, "agents")
     events = read_table(results_dir, "events")
+    runs = read_table(results_dir, "runs")
     if completed_only and not runs.empty:
         done = set(runs["run_id"])
         agents = agents[agents["run_id"].isin(done)] if not agents.empty else agents
         events = events[events["run_id"].isin(done)] if not events.empty else events
-    return Results(runs=runs, agents=agents, events=events, damaged=damaged)
+    return Results(runs=runs, agents=agents, events=events, damaged=damaged, quarantined=read_log(results_dir))

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from masgrid.analysis.families import families_present, write_family_reports
-from masgrid.analysis.integrity import check_results, describe
+from masgrid.analysis.integrity import Damage, check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
 from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts, usable
@@ -37,7 +37,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     loaded = load_results(results_dir)
     runs = loaded.runs
     if runs.empty:
-        raise ValueError(f"no runs recorded under {results_dir}")
+        aside = (f" ({len(loaded.quarantined)} damaged files set aside: {results_dir / 'quarantine' / 'log.jsonl'})"
+                 if loaded.quarantined else "")
+        raise ValueError(f"no runs recorded under {results_dir}{aside}")
     if with_invalid:
         runs = include_invalid(runs)
     written = write_table(overview(runs), out, "overview", f"Runs recorded under {results_dir}")
@@ -53,12 +55,26 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         index += [f"Tasks no installed family claims (no tables): {', '.join(unclaimed)}.", ""]
     if reports:
         index += ["## Families", "", *(f"- {line}" for _, line in reports.values()), ""]
-    if loaded.damaged:
-        index += ["Damaged files set aside (a resume re-runs their runs):", "",
-                  *(f"- {line}" for line in describe(loaded.damaged)), ""]
+    index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
     return [out / "README.md", *written]
+
+
+def quarantine_section(entries: list[Damage], recorded: set[str]) -> list[str]:
+    """Index lines for every file the quarantine log lists, whoever set it aside (a resume, or
+    this report's own load): the tables silently lack those runs otherwise. Each says why,
+    what was lost, and whether its run has been recorded again since."""
+    if not entries:
+        return []
+    lines = [f"## Damaged files set aside ({len(entries)})", "",
+             "Listed in `quarantine/log.jsonl` and moved under `quarantine/`; a run that is not recorded "
+             "again is missing from every table until a resume re-runs it.", ""]
+    for entry, line in zip(entries, describe(entries)):
+        now = ("" if not entry.run_id else f"; now: run {entry.run_id} recorded again" if entry.run_id in recorded
+               else f"; now: run {entry.run_id} not recorded (a resume runs it)")
+        lines.append(f"- {entry.time or 'time unknown'}: {line}{now}")
+    return [*lines, ""]
 
 
 def _counts(runs: pd.DataFrame) -> str:

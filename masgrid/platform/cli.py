@@ -189,31 +189,8 @@ def _run(args: list[str]) -> int:
 
         flags = _without_flag(flags, "--cfg", "-c", "--resolve")  # the jobs' configs print resolved
         request_config_dump(show)
-    if multirun:
-        from masgrid.platform.preflight import PreflightError
-
-        try:
-            _check_sweep_dir(overrides)
-        except PreflightError as exc:
-            print(f"masgrid run: {exc}", file=sys.stderr)
-            return 2
+    # a sweep's results_dir is checked (and created) by the launcher, once every job is valid
     return _hydra_run([*flags, *overrides], multirun)
-
-
-def _check_sweep_dir(overrides: list[str]) -> None:
-    """Hydra's sweeper writes results_dir/.multirun/multirun.yaml before the launcher sees a
-    job, so an unwritable results_dir given on the command line would end in its traceback."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from masgrid.platform.preflight import check_results_dir
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception:  # noqa: BLE001 - Hydra reports a malformed override itself
-        return
-    for override in parsed:
-        if override.key_or_group == "results_dir" and not override.is_sweep_override():
-            check_results_dir(str(override.value()))
 
 
 def _hydra_run(argv: list[str], multirun: bool) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -161,20 +161,26 @@ def take_config_dump() -> str | None:
     return kind
 
 
-def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
-    """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight."""
+def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
+              on_start: Callable[[], None] | None = None) -> SweepResult:
+    """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight.
+    `on_start` is called once the sweep holds its results_dirs and passed preflight, before
+    any run starts: what it writes (the launcher's multirun.yaml) a refused sweep never writes."""
     from masgrid.platform.launch import writer_locks
 
     with writer_locks(cfgs):  # before planning: a second sweep on the same results_dir is refused here
-        return _run_sweep(cfgs, settings)
+        return _run_sweep(cfgs, settings, on_start)
 
 
-def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings) -> SweepResult:
+def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
+               on_start: Callable[[], None] | None = None) -> SweepResult:
     from masgrid.platform.preflight import preflight
 
     plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
     if plan.todo:
         preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
+    if on_start is not None:
+        on_start()
     from masgrid.platform.launch import ensure_ray, run_many
     from masgrid.platform.progress import SweepProgress
 

@@ -134,8 +134,11 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     rows = [index_row(run) for run in records]
     status = runs["status"].value_counts().to_dict()
     present = families_present(runs)
+    recorded = set(runs["run_id"])  # a quarantined file's run may have been re-run since
     write_data(out / "data" / "index.js", "index", {
         "results_dir": str(results_dir.resolve()), "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "families": [families()[f].label for f in present], "status": status, "runs": rows,
-        "reports": reports if reports is not None else report_links(out), "damaged": len(loaded.damaged)})
+        "reports": reports if reports is not None else report_links(out),
+        "damaged": [{**entry.model_dump(), "recorded_again": entry.run_id in recorded}
+                    for entry in loaded.quarantined]})
     return out / "index.html"

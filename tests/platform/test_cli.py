@@ -74,7 +74,7 @@ def test_sweep_flags_anywhere_and_cfg_job_prints_every_job(tmp_path):
     assert [j.splitlines()[0] for j in jobs] == [f"0: agents=1 seed=4 results_dir={tmp_path}",
                                                  f"1: agents=2 seed=4 results_dir={tmp_path}"]
     assert "agents: 2\n" in jobs[1] and "seed: 4\n" in jobs[1]
-    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / ".multirun").exists()
     assert one_line_error(cli("run", "-m", "agents=1,2", "--cfg", "hydra")).startswith("masgrid run: with -m, only")
 
 
@@ -90,7 +90,31 @@ def test_sweep_flags_anywhere_and_cfg_job_prints_every_job(tmp_path):
 def test_bad_command_lines_get_one_line_and_exit_2(tmp_path, args, expected):
     line = one_line_error(cli("run", *args, f"results_dir={tmp_path / 'r'}"))
     assert line.startswith(expected), line
-    assert not (tmp_path / "r" / "runs").exists()  # (Hydra's sweeper writes .multirun/multirun.yaml first)
+    assert not (tmp_path / "r").exists()  # refused before anything is written, .multirun/ included
+
+
+def test_an_invalid_job_is_refused_before_anything_is_written(tmp_path):
+    out = cli("run", "-m", "agents=0,1", "sweep.max_concurrent=1", f"results_dir={tmp_path / 'r'}")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("1 job(s) of the sweep have an invalid configuration; nothing was run:")
+    assert "agents: Input should be greater than or equal to 1" in out.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_sweep_refused_as_busy_leaves_the_holders_sweep_record_alone(tmp_path):
+    from masgrid.platform.results_lock import ResultsLock
+
+    record = tmp_path / ".multirun" / "multirun.yaml"
+    record.parent.mkdir()
+    record.write_text("the sweep that holds this results_dir\n")
+    lock = ResultsLock(tmp_path)
+    lock.acquire()
+    try:
+        line = one_line_error(cli("run", "-m", "agents=1,2", "k=1", f"results_dir={tmp_path}"))
+    finally:
+        lock.release()
+    assert "is being written by another masgrid process" in line
+    assert record.read_text() == "the sweep that holds this results_dir\n"
 
 
 @pytest.mark.parametrize("multirun", [False, True])
@@ -127,3 +151,4 @@ def test_plain_sweep_with_m_last_runs_without_the_token_auth_warning(tmp_path):
     assert "2 runs in the grid" in out.stdout
     runs = ds.dataset(tmp_path / "runs", partitioning="hive").to_table().to_pylist()
     assert sorted(r["agents"] for r in runs) == [1, 2] and {r["status"] for r in runs} == {"ok"}
+    assert "- agents=1,2\n" in (tmp_path / ".multirun" / "multirun.yaml").read_text()  # the sweep that ran

@@ -81,11 +81,13 @@ def _kill_resume_report(tmp_path: Path, ray_session, command: Callable[[Path], l
         kill_when(proc, lambda: len(_complete(results)) >= 2, tmp_path / "first.log", 300, "the sweep made no progress")
     finally:
         log.close()
+    at_kill = set(_complete(results))
     # a run that was finishing as the command died may still land for a moment (Ray ends the
     # command's own actors, a warm driver cancels its runs: both within a second); then nothing may
     time.sleep(2)
     before = _complete(results)
     assert 2 <= len(before) < n_grid, "the kill should land midway through the grid"
+    late = {p.stem.removeprefix("part-") for p in set(before) - at_kill}  # whole runs, kept as they are
 
     second = subprocess.run(command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True,
                             timeout=600, start_new_session=True)
@@ -112,6 +114,10 @@ def _kill_resume_report(tmp_path: Path, ray_session, command: Callable[[Path], l
     assert set(events["run_id"]) == set(runs["run_id"])  # no orphans of the interrupted runs
     agents = pd.read_parquet(results / "agents")
     assert len(agents) == runs["agents"].sum() and not agents.duplicated(["run_id", "agent"]).any()
+    landed = runs[runs["run_id"].isin(late)]  # recorded after the kill: complete, with every event
+    for _, row in landed.iterrows():
+        assert (agents["run_id"] == row["run_id"]).sum() == row["agents"]
+        assert ((events["run_id"] == row["run_id"]) & (events["kind"] == "model_call")).sum() == row["model_calls"]
 
     # a third invocation has nothing left to do and does not even connect to Ray
     third = subprocess.run(command(results), cwd=tmp_path, env=_env(address), capture_output=True, text=True, timeout=120)

@@ -88,7 +88,7 @@ def test_invalid_grid_is_rejected_before_anything_runs(tmp_path, capsys):
     assert rc == 2
     assert "2 job(s) of the sweep have an invalid configuration" in err
     assert "protocol: unknown protocol 'nope'" in err
-    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / ".multirun").exists()
 
 
 def _sweep_values(key: str, value: str) -> list:

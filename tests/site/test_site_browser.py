@@ -255,3 +255,32 @@ def test_the_site_opens_from_disk_without_a_server(recorded, site, ui_results):
     assert page.locator("#transcript .msg").count() > 0
     assert all(u.startswith("file://") for u in recorded.requests), recorded.requests
     assert not recorded.errors
+
+
+def test_the_index_lists_damaged_files_set_aside(recorded, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from masgrid.platform.config import RunConfig
+    from masgrid.platform.launch import run_local
+    from masgrid.site.build import build_site
+
+    root = tmp_path / "results"
+    cfgs = [RunConfig.from_mapping(dict(task="sorting", agents=n, k=2, results_dir=str(root),
+                                        execution={"executor": "local"})) for n in (1, 2)]
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread: asyncio.run would be refused
+        assert [s.status for s in pool.map(run_local, cfgs)] == ["ok", "ok"]
+    (broken,) = list((root / "events").rglob(f"part-{cfgs[0].run_id}-*.parquet"))
+    broken.write_bytes(b"PAR1 not parquet")
+    page = recorded.page
+    page.goto(build_site(root).as_uri())
+    page.wait_for_selector("#runs tbody tr")
+    assert "2 damaged files set aside" in page.locator("#summary").inner_text()
+    panel = page.locator("#quarantine")
+    assert panel.is_visible() and "Damaged files set aside (2)" in panel.inner_text()
+    panel.locator("summary").click()
+    rows = panel.locator("tbody tr")
+    assert rows.count() == 2
+    text = panel.inner_text()
+    assert str(broken) in text and "not recorded" in text and "set aside" in text
+    assert page.locator("#runs tbody tr").count() == 1  # the run whose events were damaged is not listed
+    assert not recorded.errors

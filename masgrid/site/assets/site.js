@@ -82,13 +82,28 @@ function indexPage() {
   load("data/index.js", "index").then(renderIndex).catch(showError);
 }
 
+/* files set aside as damaged (results_dir/quarantine/log.jsonl): their runs are missing from
+   the table below unless recorded again since */
+function renderQuarantine(entries) {
+  const box = document.getElementById("quarantine");
+  if (!entries.length) return;
+  box.hidden = false;
+  box.appendChild(el("summary", {}, `Damaged files set aside (${entries.length})`));
+  const rows = entries.map((d) => el("tr", {},
+    el("td", {}, d.time || ""), el("td", {}, d.table), el("td", {}, d.path), el("td", {}, d.error),
+    el("td", {}, d.lost), el("td", {}, d.run_id ? (d.recorded_again ? "recorded again" : "not recorded") : "")));
+  const head = el("tr", {}, ...["moved at", "table", "file", "reason", "lost", "run now"].map((h) => el("th", {}, h)));
+  box.appendChild(el("table", {class: "grid"}, el("thead", {}, head), el("tbody", {}, ...rows)));
+}
+
 function renderIndex(data) {
   const status = Object.entries(data.status).map(([s, n]) => `${n} ${s}`).join(", ");
   document.getElementById("summary").textContent =
     `${data.runs.length} runs (${status}) from ${data.results_dir}; families: ${data.families.join(", ") || "none"}` +
-    (data.damaged ? `; ${data.damaged} damaged files set aside` : "");
+    (data.damaged.length ? `; ${data.damaged.length} damaged files set aside (listed below the links)` : "");
   const reports = document.getElementById("reports");
   for (const [label, href] of Object.entries(data.reports)) reports.appendChild(el("a", {href}, label));
+  renderQuarantine(data.damaged);
   const select = document.getElementById("status-filter");
   for (const s of Object.keys(data.status).sort()) select.appendChild(el("option", {value: s}, s));
   const table = document.getElementById("runs");
