@@ -2,12 +2,12 @@
 with the released evaluator's outcomes on the same pairs.
 
     PYTHONPATH=. python benchmarks/cooper_validate_release.py \\
-        --release /work/.mirror/cooperbench+CooperBench/repo --repos-dir /work/.mirror \\
+        --release RELEASE --repos-dir REPOS \\
         --task pallets_jinja_task/1559 --task samuelcolvin_dirty_equals_task/43 [--limit N]
 
 Inputs are local: the release repository (a clone or bare mirror; its `dataset/` is
-extracted with `git archive`) and the source repositories' clones under --repos-dir (the
-`fetch` tool's `owner+name/repo` mirrors work as they are). pip runs once per task to build
+extracted with `git archive`) and the source repositories' clones under --repos-dir (as
+`name`, `owner+name/repo`, `owner+name` or `owner/name`). pip runs once per task to build
 the test environment (testenv.py); the tests then run offline in the bubblewrap sandbox.
 
 Two references per pair:
