@@ -545,6 +545,12 @@ class RunDriver:
                   "phase1_submissions": phase_subs[0] if n_phases > 1 else None}
         phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
         metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
+        from masgrid.platform.records import RUN_METRICS
+
+        undeclared = sorted(set(metrics) - set(RUN_METRICS))
+        if undeclared:  # the recorder would drop them silently: a family must declare its columns
+            raise ValueError(f"task {cfg.task} reports metrics no family declares (Family.metrics): "
+                             f"{', '.join(undeclared)}")
         agent_rows = [
             {
                 "run_id": log.run_id, **log.partition, "agent": i,

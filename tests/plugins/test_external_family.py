@@ -99,3 +99,23 @@ def test_docs_of_masgrid_do_not_list_the_plugin_columns():
     assert "relay_total" not in documented_metrics()
     assert "relay_total" in __import__("masgrid.platform.records", fromlist=["RUN_METRICS"]).RUN_METRICS
     assert Path(__file__).with_name("masgrid_relay").is_dir()
+
+
+def test_an_undeclared_metric_fails_the_run_instead_of_vanishing(tmp_path, monkeypatch):
+    """The recorder keeps only declared columns; a family reporting another one is told so."""
+    if not _installed():
+        pytest.fail("the relay test family is not installed (make test installs it)")
+    import masgrid
+    from masgrid_relay.tasks import RelaySum
+
+    original = RelaySum.score
+
+    def score(self, instance, answers):  # type: ignore[no-untyped-def]
+        result = original(self, instance, answers)
+        result.metrics["relay_forgotten"] = 1
+        return result
+
+    monkeypatch.setattr(RelaySum, "score", score)
+    summary = masgrid.run(task="relay/sum", agents=2, results_dir=str(tmp_path), execution__executor="local")
+    assert summary.status == "failed" and summary.error_class == "task_error"
+    assert "relay_forgotten" in (summary.error or "") and "Family.metrics" in (summary.error or "")
