@@ -15,7 +15,7 @@ XGRAMMAR_VERSION := 0.2.8
 MASGRID_ENGINE ?= 1
 export RAY_AUTH_MODE ?= disabled
 
-.PHONY: run test install install-browser clean sandbox-deps engine engine-lock test-family
+.PHONY: run test install install-browser clean sandbox-deps engine engine-lock test-family lint
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
@@ -78,8 +78,13 @@ test-family: $(PLUGIN_STAMP)
 run: $(STAMP)
 	$(BIN)/masgrid run $(ARGS)
 
-test: $(STAMP) sandbox-deps engine test-family
+test: $(STAMP) sandbox-deps engine test-family lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# ruff and mypy as configured in pyproject.toml (CONTRIBUTING.md says what each checks)
+lint: $(STAMP)
+	$(BIN)/python -m ruff check masgrid hydra_plugins tests benchmarks
+	$(BIN)/python -m mypy masgrid hydra_plugins
 
 clean:
 	rm -rf $(VENV) results

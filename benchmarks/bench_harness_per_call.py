@@ -114,7 +114,7 @@ class CpuSampler:
             self._sample()
             self._stop.wait(0.02)
 
-    def __enter__(self) -> "CpuSampler":
+    def __enter__(self) -> CpuSampler:
         self._initial = True  # processes alive now: count their CPU from here
         self._sample()
         self._initial = False

@@ -35,7 +35,7 @@ import time
 import tracemalloc
 
 import pyarrow as pa
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def one_repeat(args: argparse.Namespace, root: Path) -> dict[str, float]:
 
     # Arrow's first conversion in a process pays a one-time set-up (about 0.4 s of CPU here);
     # a recorder actor pays it once for all the runs it records, so it is left out of the rates
-    recorder.write_events("warmup", partition, 0, [{"seq": 0, "text": "x", "time": datetime.now(timezone.utc)}])
+    recorder.write_events("warmup", partition, 0, [{"seq": 0, "text": "x", "time": datetime.now(UTC)}])
     c = time.process_time()
     log.record_prompts(1, {i: text(rng, 1500) for i in range(args.agents)})
     build_s += time.process_time() - c

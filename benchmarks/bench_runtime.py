@@ -15,7 +15,6 @@ Configurations are interleaved and repeated; medians are reported.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import threading
 import time
@@ -51,7 +50,7 @@ class PeakSampler:
             self.peak = max(self.peak, ray_rss_mb())
             time.sleep(0.05)
 
-    def __enter__(self) -> "PeakSampler":
+    def __enter__(self) -> PeakSampler:
         self._thread.start()
         return self
 

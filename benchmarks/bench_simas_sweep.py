@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import heapq
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,7 @@ import pandas as pd
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simas_latency_server import CallLog, Latency, LatencyServer  # noqa: E402
+from simas_latency_server import CallLog, Latency, LatencyServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

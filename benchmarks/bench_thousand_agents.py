@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench_agentsnet import Peak  # noqa: E402 (run as a script from benchmarks/): RSS of this process tree
-from bench_harness_per_call import Server, config  # noqa: E402
+from bench_agentsnet import Peak
+from bench_harness_per_call import Server, config
 
 SCENARIOS = {
     "agentsnet1000": {"task": "agentsnet/consensus", "protocol": "local", "agents": 1000, "graph": "ws"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 
@@ -13,7 +13,7 @@ def machine_line(load_before: tuple[float, ...], load_after: tuple[float, ...]) 
     def load(values: tuple[float, ...]) -> str:
         return "/".join(f"{x:.1f}" for x in values)
 
-    return (f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, Python "
+    return (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, Python "
             f"{platform.python_version()}; load average (1/5/15 min) before {load(load_before)}, "
             f"after {load(load_after)}")
 

@@ -115,13 +115,13 @@ class LatencyServer:
             def log_message(self, *args: object) -> None:  # quiet
                 return
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 arrived = time.monotonic()
                 server.log.enter()
                 latency, probe = 0.0, False

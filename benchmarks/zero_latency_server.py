@@ -104,7 +104,7 @@ def main() -> None:
     args = ap.parse_args()
 
     async def started(app: web.Application) -> None:
-        sockets = [s for site in runner.sites for s in site._server.sockets]  # noqa: SLF001
+        sockets = [s for site in runner.sites for s in site._server.sockets]
         args.port_file.write_text(str(sockets[0].getsockname()[1]))
 
     import asyncio

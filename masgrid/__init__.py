@@ -50,11 +50,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from masgrid._api import Results, compose, grid, load_results, report, run, sweep
-    from masgrid.envs.tasks import get_task, task_names
-    from masgrid.envs.tasks.base import Instance, Score, Task
-    from masgrid.family import CliCommand, Family, Metric, families
-    from masgrid.platform.config import ConfigError, RunConfig
-    from masgrid.platform.driver import RunSummary
-    from masgrid.platform.preflight import PreflightError
-    from masgrid.platform.sweep import SweepResult
+    from masgrid._api import Results as Results, compose as compose, grid as grid, load_results as load_results, report as report, run as run, sweep as sweep
+    from masgrid.envs.tasks import get_task as get_task, task_names as task_names
+    from masgrid.envs.tasks.base import Instance as Instance, Score as Score, Task as Task
+    from masgrid.family import CliCommand as CliCommand, Family as Family, Metric as Metric, families as families
+    from masgrid.platform.config import ConfigError as ConfigError, RunConfig as RunConfig
+    from masgrid.platform.driver import RunSummary as RunSummary
+    from masgrid.platform.preflight import PreflightError as PreflightError
+    from masgrid.platform.sweep import SweepResult as SweepResult

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -48,7 +48,7 @@ def compose(*overrides: str, **values: Any) -> tuple[RunConfig, SweepSettings]:
         cfg = hydra_compose(config_name="config", overrides=argv)
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
-    return split_job_config(data)
+    return split_job_config({str(key): value for key, value in data.items()})
 
 
 def _as_config(config: RunConfig | Mapping[str, Any] | None, overrides: Sequence[str],
@@ -85,7 +85,8 @@ def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
 
 
 def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int = 4,
-          retry_failed: bool = False, retry_invalid: bool = True, progress: str = "off") -> SweepResult:
+          retry_failed: bool = False, retry_invalid: bool = True,
+          progress: Literal["auto", "rich", "plain", "off"] = "off") -> SweepResult:
     """Run a grid with the CLI's resume rule: grid points already recorded ok or degraded are
     skipped, interrupted ones re-run; identities are the same run ids the CLI computes.
 
@@ -100,7 +101,7 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
     if keys:
         raise ValueError(collapse_error(keys, cfgs))
     settings = SweepSettings(max_concurrent=max_concurrent, retry_failed=retry_failed, retry_invalid=retry_invalid,
-                             progress=progress)  # type: ignore[arg-type]
+                             progress=progress)
     return run_sweep(cfgs, settings)
 
 

@@ -124,7 +124,8 @@ def resolve(target: str) -> Callable[..., Any]:
     module, _, attribute = target.partition(":")
     if not attribute:
         raise ValueError(f"{target!r}: expected 'module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
+    value: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return value
 
 
 class FamilyError(RuntimeError):
@@ -140,7 +141,7 @@ def _load() -> dict[str, Family]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             family = ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not a traceback
+        except Exception as exc:
             raise FamilyError(f"family plugin {ep.name} ({ep.value}) does not load: "
                               f"{type(exc).__name__}: {exc}") from exc
         if not isinstance(family, Family):

@@ -17,7 +17,8 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from hydra._internal.core_plugins import basic_sweeper
 from hydra.core.config_store import ConfigStore
@@ -42,8 +43,8 @@ ConfigStore.instance().store(group="hydra/launcher", name="masgrid_ray", node=Ma
 @dataclass
 class MasgridSweeperConf:
     _target_: str = "hydra_plugins.masgrid_ray_launcher.ray_launcher.MasgridSweeper"
-    max_batch_size: Optional[int] = None
-    params: Optional[Dict[str, str]] = None
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="masgrid_basic", node=MasgridSweeperConf,
@@ -67,14 +68,14 @@ class MasgridSweeper(basic_sweeper.BasicSweeper):
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         return None
 
-    def sweep(self, arguments: List[str]) -> Any:
+    def sweep(self, arguments: list[str]) -> Any:
         """BasicSweeper.sweep (Hydra 1.3) minus the sweep directory and multirun.yaml."""
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         params_conf = self._parse_config()
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
-        returns: List[Sequence[JobReturn]] = []
+        returns: list[Sequence[JobReturn]] = []
         initial_job_idx = 0
         while not self.is_done():
             batch = self.get_job_batch()
@@ -101,7 +102,7 @@ class MasgridRayLauncher(Launcher):
         from masgrid.platform.compose import JobComposer
         from masgrid.platform.config import ConfigError
         from masgrid.platform.preflight import PreflightError, check_results_dir
-        from masgrid.platform.recorder import ResultsUnwritable
+        from masgrid.platform.storage import ResultsUnwritable
         from masgrid.platform.results_lock import ResultsDirBusy
         from masgrid.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
                                             report_config_errors, run_sweep, split_job_config, take_config_dump)

@@ -62,7 +62,7 @@ class AgentHost:
         self._shared: dict[str, Any] = {"token_counter": spec.token_counter, "clients": self.clients}
         self.validators: dict[int, Any] = {}
         self._acting: dict[int, asyncio.Lock] = {}
-        self._limit = asyncio.Semaphore(spec.settings.max_concurrency)
+        self._limit: contextlib.AbstractAsyncContextManager[object] = asyncio.Semaphore(spec.settings.max_concurrency)
         heap.settle()
 
     def ready(self) -> bool:
@@ -84,7 +84,8 @@ class AgentHost:
         # An agent has one call in flight at most: with no more agents than the limit allows
         # calls, the semaphore could never make a call wait, and acquiring it costs each call.
         limit = self.spec.settings.max_concurrency
-        self._limit = asyncio.Semaphore(limit) if limit < len(setups) else contextlib.nullcontext()
+        self._limit = (
+            asyncio.Semaphore(limit) if limit < len(setups) else contextlib.nullcontext())
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         """Append each agent's pending observations, then generate for all of them at once.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 Writer = Callable[[str, str], list[Path]]
 

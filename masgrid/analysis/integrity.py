@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -101,9 +101,9 @@ def quarantine(results_dir: str | Path, damages: list[Damage]) -> list[Damage]:
         target = root / QUARANTINE / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
-            target = target.with_name(f"{target.stem}.{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}{target.suffix}")
+            target = target.with_name(f"{target.stem}.{datetime.now(UTC):%Y%m%dT%H%M%S%f}{target.suffix}")
         path.replace(target)
-        done = damage.model_copy(update={"moved_to": str(target), "time": datetime.now(timezone.utc).isoformat()})
+        done = damage.model_copy(update={"moved_to": str(target), "time": datetime.now(UTC).isoformat()})
         moved.append(done)
         with log_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(done.model_dump()) + "\n")

@@ -32,7 +32,7 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
         return pd.DataFrame()
     try:
         df = pd.read_parquet(path)
-    except Exception:  # noqa: BLE001 - an unreadable file: quarantine it, then read the rest
+    except Exception:
         # a footer that reads back can still hide damaged data pages: then read this table's files whole
         if not (check_results(results_dir) or check_results(results_dir, deep=True, tables=(table,))):
             raise

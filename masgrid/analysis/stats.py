@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,24 +30,24 @@ WELCH_COLUMNS = ["metric", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b
 def holm(p: Sequence[float]) -> np.ndarray:
     """Holm-adjusted p-values, in the input order; NaN (undefined tests) stay NaN and do not
     count towards the number of tests."""
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    defined = np.flatnonzero(~np.isnan(p))
+    values = np.asarray(p, dtype=float)
+    out = np.full(values.shape, np.nan)
+    defined = np.flatnonzero(~np.isnan(values))
     m = len(defined)
     if not m:
         return out
-    order = defined[np.argsort(p[defined], kind="stable")]
+    order = defined[np.argsort(values[defined], kind="stable")]
     running = 0.0
     for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
+        running = max(running, min(1.0, (m - rank) * values[i]))
         out[i] = running
     return out
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+def welch(a_values: Sequence[float] | np.ndarray, b_values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Two-sided Welch's t statistic and p-value (NaN when undefined)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+    a = np.asarray(a_values, dtype=float)
+    b = np.asarray(b_values, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if len(a) < 2 or len(b) < 2 or (a.var() == 0 and b.var() == 0):
         return float("nan"), float("nan")

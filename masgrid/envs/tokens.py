@@ -17,7 +17,7 @@ import threading
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict
@@ -103,12 +103,12 @@ def get_counter(spec: str = APPROX) -> TokenCounter:
         return approx_tokens
     path = tokenizer_file(spec)
     try:
-        from tokenizers import Tokenizer  # type: ignore[import-not-found]
+        from tokenizers import Tokenizer
     except ImportError:  # pragma: no cover - a declared dependency
         raise ValueError(f"token counter {spec} needs the `tokenizers` package") from None
     try:
         tok = Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises its own Exception type for bad files
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception for bad files
         raise ValueError(f"token counter {spec}: {path} is not a tokenizers tokenizer.json ({exc})") from None
     return lambda text: len(tok.encode(text, add_special_tokens=False).ids) if text else 0
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Collection, Literal
+from typing import Any, Literal
+from collections.abc import Collection
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -138,7 +139,7 @@ def checked_call(id: str, name: str, raw_arguments: str | dict[str, Any], offere
         raw = raw_arguments
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             problems.append(f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {_excerpt(raw)}")
         else:
             if isinstance(value, dict):
@@ -202,7 +203,7 @@ def parse_blocks(text: str, offered: Collection[str], turn: int) -> list[ToolCal
 def _block_call(body: str, offered: Collection[str], id: str) -> ToolCall:
     try:
         value = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         hint = _NAME_HINT.search(body)
         return ToolCall(id=id, name=hint.group(1) if hint else "", raw_arguments=body.strip(),
                         error=f"the tool block is not valid JSON ({exc.msg} at char {exc.pos})")

@@ -131,7 +131,8 @@ def split_run_args(args: list[str]) -> tuple[list[str], list[str]]:
         value = next(rest, None)
         if value is None:
             continue
-        optional = action.nargs == "?" and (value.startswith("-") or bool(action.choices) and value not in action.choices)
+        choices = list(action.choices) if action.choices is not None else []
+        optional = action.nargs == "?" and (value.startswith("-") or bool(choices) and value not in choices)
         (overrides if optional and not value.startswith("-") else flags).append(value)  # --info x=1: not its value
     return flags, overrides
 
@@ -253,7 +254,7 @@ def _compose_once(argv: list[str]) -> dict[str, Any] | None:
         data = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - hydra.main composes again and reports the problem its way
         return None
-    return data if isinstance(data, dict) else None
+    return {str(key): value for key, value in data.items()} if isinstance(data, dict) else None
 
 
 def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:

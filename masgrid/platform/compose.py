@@ -22,7 +22,8 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -81,7 +82,7 @@ class JobComposer:
 
             cfg = copy.deepcopy(base.task)
             ConfigLoaderImpl._apply_overrides_to_config(plain, cfg)
-            data = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+            data = OmegaConf.to_container(cfg, resolve=True)
             self.paths["omegaconf"] += 1
         return base.sweep_config, data
 
@@ -109,7 +110,7 @@ class JobComposer:
         if group_lines not in self._bases:
             try:
                 sweep_config = self.loader.load_sweep_config(self.master, list(group_lines))
-            except Exception as exc:  # noqa: BLE001 - reported per job by the launcher
+            except Exception as exc:
                 self._failed[group_lines] = exc
                 raise
             with open_dict(sweep_config):

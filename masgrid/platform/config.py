@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Self
+from collections.abc import Mapping
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator,
                       model_validator)
@@ -150,7 +151,7 @@ class _RunConfigBase(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _check_against_task(self) -> RunConfig:
+    def _check_against_task(self) -> Self:
         task = get_task(self.task)
         if self.k is None:
             self.k = task.default_k
@@ -177,7 +178,7 @@ class _RunConfigBase(BaseModel):
         return self
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> RunConfig:
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
         """Validate, turning pydantic's report into one readable error naming the fields."""
         try:
             return cls.model_validate(dict(data))
@@ -217,7 +218,7 @@ class _RunConfigBase(BaseModel):
         """The fingerprint of the prompts as this process renders them (envs/tasks/fingerprint.py)."""
         from masgrid.envs.tasks.fingerprint import fingerprint
 
-        return fingerprint(get_task(self.task), self.agents, self.k, self.mode, self.seed, self.protocol,
+        return fingerprint(get_task(self.task), self.agents, self.k_resolved, self.mode, self.seed, self.protocol,
                            self.condition, self.generation_kwargs())
 
     def first_messages(self) -> list[dict[str, str]]:
@@ -225,8 +226,13 @@ class _RunConfigBase(BaseModel):
         from masgrid.envs.tasks.fingerprint import first_messages
 
         task = get_task(self.task)
-        instance = task.generate(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        instance = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
         return first_messages(task, instance, self.protocol, self.condition)
+
+    @property
+    def k_resolved(self) -> int:
+        """K after validation (the task's default_k when the config left it null)."""
+        return self.k if self.k is not None else get_task(self.task).default_k
 
     @property
     def prompt_hash(self) -> str:

@@ -14,8 +14,9 @@ import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -121,7 +122,7 @@ class RunLog:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
 
     def _event(self, **row: Any) -> int:
-        row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(timezone.utc), **self.partition, **self.labels)
+        row.update(run_id=self.run_id, seq=self.seq, time=datetime.now(UTC), **self.partition, **self.labels)
         if self.timed and row.get("t") is None:
             row["t"] = row["time"].timestamp()
         self.seq += 1
@@ -322,7 +323,7 @@ class RunDriver:
         cfg = self.cfg
         run_id = cfg.run_id
         partition = cfg.partition
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         t0 = time.perf_counter()
         heap.settle()  # in a driver actor: the previous run's objects are gone, freeze the rest
         task = get_task(cfg.task)
@@ -336,7 +337,7 @@ class RunDriver:
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
-            instance = task.generate(cfg.agents, cfg.k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+            instance = task.generate(cfg.agents, cfg.k_resolved, cfg.mode, cfg.seed, **cfg.generation_kwargs())
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
@@ -360,7 +361,7 @@ class RunDriver:
         if status != "ok":  # what the configuration says, for a run that never reached its scorer
             run_row.update({k: v for k, v in _config_columns(task, cfg).items() if run_row.get(k) is None})
         run_row.update(cfg.columns(), status=status, error=error, error_class=error_class, wall_s=wall, started_at=started,
-                       finished_at=datetime.now(timezone.utc),
+                       finished_at=datetime.now(UTC),
                        model_error_classes=error_classes_json(log.error_classes))
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
         return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
@@ -516,7 +517,7 @@ class RunDriver:
         usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
         metrics: dict[str, Any] = {
             "success": score.success,
-            "sr": None if None in score.correct else sum(score.correct) / len(score.correct),  # type: ignore[arg-type]
+            "sr": None if None in score.correct else sum(score.correct) / len(score.correct),
             "rounds": max(s.rounds for s in stats),
             "submitted": sum(s is not None for s in submissions),
             **usage,
@@ -630,7 +631,7 @@ def _history_calls(c: Completion, cap: int | None) -> str | None:
 
 
 def _when(epoch_s: float | None) -> datetime | None:
-    return None if epoch_s is None else datetime.fromtimestamp(epoch_s, timezone.utc)
+    return None if epoch_s is None else datetime.fromtimestamp(epoch_s, UTC)
 
 
 def text_sha256(text: str) -> str:

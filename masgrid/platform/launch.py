@@ -21,7 +21,8 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 from masgrid.actors import heap
 from masgrid.platform.config import RunConfig
@@ -108,7 +109,7 @@ def recorder_actor(results_dir: str) -> Any:
         name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
     ).remote(root)
-    ray.get(actor.ready.remote())
+    ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
     _RECORDERS[key] = actor
     return actor
 
@@ -288,7 +289,7 @@ def warm_recorder(results_dir: str) -> Any:
     actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
         **warm.options(role), scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(root)
     with _storage_errors_unwrapped():
-        ray.get(actor.ready.remote())
+        ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
     return actor
 
 
@@ -380,7 +381,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                         namespace=NAMESPACE, max_concurrency=16,
                         resources=cfg.execution.driver_resources or None).remote(host_pool())
                     # the task and the worker's status actor carry the run's name in the dashboard
-                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(
+                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(  # type: ignore[union-attr]
                         cfg, rec, job if warm else None)] = (idx, worker)
                 else:
                     driver = driver_actor(cfg, rec, attempts[idx] + 1)
@@ -456,7 +457,7 @@ def _storage_errors_unwrapped() -> Iterator[None]:
     """A recorder that cannot even create its tables raises ResultsUnwritable here, unwrapped."""
     try:
         yield
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         unwritable = storage_error(exc)
         if unwritable is None:
             raise

@@ -17,7 +17,8 @@ then equals the whole run):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from masgrid.envs.tasks.base import Score
 

@@ -11,7 +11,8 @@ import inspect
 import pickle
 from collections import Counter
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Awaitable, Iterator
 
 from masgrid.actors.backends import Completion
 from masgrid.actors.environment import OutcomeRecord
@@ -104,13 +105,14 @@ class AgentPoolClient:
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         """One call per observed agent; `expect` names the reply kind the hosts validate."""
         per_host = {h: {i: observations[i] for i in ids} for h, ids in self.groups(list(observations)).items()}
+        gathered: Awaitable[list[Any]]
         if expect is None:
             gathered = self.broadcast("step", per_host)
         else:
             gathered = asyncio.gather(*(self.hosts[h].call("step", arg, expect) for h, arg in per_host.items()))
         try:
             results = await asyncio.wait_for(gathered, timeout=self.round_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RoundTimeout(f"model calls of a round did not finish within {self.round_timeout_s:.0f}s") from None
         merged: dict[int, Completion] = {}
         for part in results:
@@ -123,7 +125,7 @@ class AgentPoolClient:
         call = self.hosts[self.assignment[agent]].call("act", agent, new_messages, tools)
         try:
             return await asyncio.wait_for(call, timeout=self.round_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise RoundTimeout(f"agent {agent}'s model call did not finish within {self.round_timeout_s:.0f}s") from None
 
 

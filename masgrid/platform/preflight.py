@@ -33,7 +33,8 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from masgrid.actors.backends.base import BackendSettings
 from masgrid.platform.config import RunConfig
@@ -86,11 +87,11 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
                 http[key] = (cfg.model, cfg)
         else:
             served.setdefault(cfg.model.name, cfg)
-    probes: list[dict[str, Any]] = []
-    for settings, cfg in http.values():  # before Ray starts: fails in seconds
-        probes.append(check_endpoint(settings, messages=_first_messages(cfg)))
-    for cfg in served.values():
-        probes.append(check_served(cfg))
+    probes: list[dict[str, Any] | None] = []
+    for settings, first in http.values():  # before Ray starts: fails in seconds
+        probes.append(check_endpoint(settings, messages=_first_messages(first)))
+    for served_cfg in served.values():
+        probes.append(check_served(served_cfg))
     _note(cfgs, [p for p in probes if p])
     check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
 
@@ -159,7 +160,7 @@ def check_endpoint(settings: BackendSettings, completion: bool = True,
         refused = isinstance(exc.os_error, ConnectionRefusedError)
         reason = "connection refused" if refused else _reason(exc)
         raise PreflightError(f"{where}: cannot connect: {reason}") from None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise PreflightError(f"{where}: no answer within {timeout:g} s (timeout)") from None
     except (aiohttp.ClientError, ValueError) as exc:  # ValueError: a malformed URL
         raise PreflightError(f"{where}: {type(exc).__name__}: {_reason(exc)}") from None
@@ -200,7 +201,8 @@ async def _probe(settings: BackendSettings, base: str, completion: bool, timeout
 def served_context(entry: dict[str, Any]) -> int | None:
     """The context a models-list entry states: vLLM's `max_model_len`, Ray Serve LLM's
     `metadata.max_request_context_length`; None when the server states none."""
-    meta = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
+    metadata = entry.get("metadata")
+    meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     for value in (entry.get("max_model_len"), meta.get("max_request_context_length")):
         if type(value) is int and value > 0:
             return value
@@ -220,7 +222,8 @@ def check_max_tokens(settings: BackendSettings, context: int | None) -> None:
 
 
 def _probe_usage(reply: dict[str, Any], first_prompt: bool, found: dict[str, Any]) -> int | None:
-    usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+    reported = reply.get("usage")
+    usage: dict[str, Any] = reported if isinstance(reported, dict) else {}
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     found.update(probe="first_prompt" if first_prompt else "ping",
                  prompt_tokens=prompt if type(prompt) is int else None,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Literal
+from typing import Literal
+from collections.abc import Callable
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
 
@@ -35,7 +36,7 @@ class SweepProgress:
         self._first: float | None = None  # when the first run completed
         self._last_line = float("-inf")  # the first completion always prints
         self._bar: Progress | None = None
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
     def note(self, text: str, err: bool = False) -> None:
         if self.mode == "off":

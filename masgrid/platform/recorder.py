@@ -17,7 +17,8 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 from urllib.parse import quote
 
 import pyarrow as pa

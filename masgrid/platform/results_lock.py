@@ -17,9 +17,10 @@ import socket
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 LOCK_NAME = ".masgrid-writer.json"
 HEARTBEAT_S = 10.0
@@ -44,7 +45,7 @@ def pid_alive(pid: int, signal_to: Callable[[int, int], None] = os.kill) -> bool
 class ResultsLock:
     """Held by one process; re-entrant within it (nested run_many calls)."""
 
-    _held: dict[str, "ResultsLock"] = {}
+    _held: dict[str, ResultsLock] = {}
     #: tokens of locks this process released but could not delete (read-only results_dir)
     _released: set[str] = set()
 
@@ -58,7 +59,7 @@ class ResultsLock:
 
     def _record(self) -> dict[str, Any]:
         return {"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
-                "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                "since": datetime.now(UTC).isoformat(timespec="seconds")}
 
     def _holder(self) -> dict[str, Any] | None:
         try:
@@ -128,7 +129,7 @@ class ResultsLock:
 
     # -- re-entrant use -------------------------------------------------------------------
     @classmethod
-    def hold(cls, results_dir: str | os.PathLike[str]) -> "ResultsLock":
+    def hold(cls, results_dir: str | os.PathLike[str]) -> ResultsLock:
         key = str(Path(results_dir).resolve())
         lock = cls._held.get(key)
         if lock is None:

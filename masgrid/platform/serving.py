@@ -58,8 +58,8 @@ def ensure_served(settings: BackendSettings, http_host: str = "127.0.0.1", wait_
 def serve_command(args: list[str]) -> int:
     from pydantic import ValidationError
 
-    from masgrid.actors.serving.deploy import ServingUnavailable, deploy, describe, http_base_url, serve_llm, target
-    from masgrid.actors.serving.spec import ServingError, parse_serving
+    from masgrid.actors.serving.deploy import deploy, describe, http_base_url, serve_llm, target
+    from masgrid.actors.serving.spec import ServingError, ServingUnavailable, parse_serving
 
     from masgrid.platform.cluster import ClusterError, down, running_head, up
     from masgrid.platform.launch import ensure_ray
@@ -97,7 +97,7 @@ def serve_command(args: list[str]) -> int:
     except (ServingError, ServingUnavailable, ValidationError, ClusterError) as exc:
         print(f"masgrid serve: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - Hydra composition errors (unknown preset, bad override)
+    except Exception as exc:
         if type(exc).__module__.startswith(("hydra", "omegaconf")):
             print(f"masgrid serve: {exc}", file=sys.stderr)
             return 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 
 class ResultsUnwritable(OSError):

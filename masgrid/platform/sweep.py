@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -264,8 +265,8 @@ def collapse_error(keys: Sequence[str], cfgs: Sequence[RunConfig] = ()) -> str:
     by_tasks: dict[tuple[str, ...], list[str]] = {}
     for key, tasks in sorted(ignored.items()):
         by_tasks.setdefault(tuple(sorted(tasks)), []).append(key)
-    for tasks, names in by_tasks.items():
-        parts.append(f"the sweep varies {', '.join(names)}, which task {', '.join(tasks)} ignores (not part of its "
+    for task_names, names in by_tasks.items():
+        parts.append(f"the sweep varies {', '.join(names)}, which task {', '.join(task_names)} ignores (not part of its "
                      "runs' identity): the jobs would repeat one run, not replicate it. Vary seed for repeats")
     return "masgrid run: " + "; ".join(parts)
 

@@ -78,7 +78,7 @@ def job_alive(job: str) -> bool:
     import ray
 
     try:
-        gcs = ray._private.worker.global_worker.gcs_client
+        gcs = ray._private.worker.global_worker.gcs_client  # type: ignore[attr-defined]  # private Ray API
         info = gcs.get_all_job_info(job_or_submission_id=job, skip_submission_job_info_field=True,
                                     skip_is_running_tasks_field=True)
     except Exception:  # noqa: BLE001 - an API change must not cancel runs

@@ -15,7 +15,7 @@ A run page loads its header first and the rest only when needed, so a 100-agent,
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,7 @@ def build_site(results_dir: str | Path, out: str | Path | None = None,
     present = families_present(runs)
     recorded = set(runs["run_id"])  # a quarantined file's run may have been re-run since
     write_data(out / "data" / "index.js", "index", {
-        "results_dir": str(results_dir.resolve()), "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "results_dir": str(results_dir.resolve()), "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "families": [families()[f].label for f in present], "status": status, "runs": rows,
         "reports": reports if reports is not None else report_links(out),
         "damaged": [{**entry.model_dump(), "recorded_again": entry.run_id in recorded}

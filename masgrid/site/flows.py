@@ -16,7 +16,8 @@ heatmap is therefore "messages addressed (and files read)", not only messages re
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import pandas as pd
 

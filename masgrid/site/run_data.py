@@ -88,7 +88,7 @@ def index_row(run: Run) -> dict[str, Any]:
     return IndexRow.model_validate(row).model_dump()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ignored_keys(task: str) -> tuple[str, ...]:
     """Configuration keys the task never reads (docs/results.md): shown blank, not as a setting."""
     try:

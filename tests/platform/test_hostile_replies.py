@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-import pytest
 
 from masgrid.platform.config import RunConfig
 from masgrid.platform.launch import run_one

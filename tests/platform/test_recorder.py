@@ -3,7 +3,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pandas as pd
 import pyarrow.dataset as ds
@@ -17,7 +17,7 @@ PART = {"task": "silo/I-01", "protocol": "kv"}  # a value with '/' must survive 
 
 def event(i: int) -> dict:
     return dict(run_id="r1", seq=i, phase=1, round=i, agent=0, kind="command", verb="wait", text="wait",
-                reply="acknowledged", ok=True, time=datetime.now(timezone.utc))
+                reply="acknowledged", ok=True, time=datetime.now(UTC))
 
 
 def test_partition_values_round_trip_in_pandas_and_pyarrow(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from masgrid.platform import schema_doc
 from masgrid.platform.records import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
-                                      RUN_METRICS, runs_schema)
+                                      runs_schema)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

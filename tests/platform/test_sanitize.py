@@ -9,7 +9,7 @@ path (a chunk holding a lone surrogate) must give exactly that.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from typing import Any
 
 import pyarrow as pa
@@ -42,7 +42,7 @@ def random_value(rng: random.Random, field: pa.Field, surrogates: bool) -> Any:
     if pa.types.is_boolean(t):
         return rng.random() < 0.5
     if pa.types.is_timestamp(t):
-        return datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=rng.randrange(10**14))
+        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(microseconds=rng.randrange(10**14))
     if pa.types.is_list(t) and pa.types.is_int64(t.value_type):
         return [rng.randrange(1000) for _ in range(rng.randrange(4))]
     if pa.types.is_list(t) and pa.types.is_string(t.value_type):

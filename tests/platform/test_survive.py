@@ -15,7 +15,8 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pandas as pd
 import pytest
@@ -46,7 +47,7 @@ class _Sweep(threading.Thread):
     def run(self) -> None:
         try:
             self.outcome = run_sweep(self.cfgs, self.settings)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:
             self.outcome = exc
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import threading
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 
 @dataclass
@@ -56,7 +56,7 @@ class ChatServer:
             def log_message(self, *args):  # quiet
                 return
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 with server.lock:
                     server.gets.append(self.path)
                 if self.path.rstrip("/").endswith("/models"):
@@ -65,7 +65,7 @@ class ChatServer:
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:

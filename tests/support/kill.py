@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 def kill_when(proc: subprocess.Popen, ready: Callable[[], bool], log: Path, timeout_s: float, stalled: str) -> None:

@@ -33,7 +33,7 @@ def actor_nodes(prefix: str) -> dict[str, list[tuple[str, str]]]:
     import ray
 
     out: dict[str, list[tuple[str, str]]] = {}
-    for info in ray._private.state.actors().values():  # noqa: SLF001 - no dashboard on this cluster
+    for info in ray._private.state.actors().values():
         name = info.get("Name") or ""
         if name.startswith(prefix):
             out.setdefault(name, []).append((info["Address"]["NodeID"], info["State"]))

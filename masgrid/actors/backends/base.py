@@ -133,7 +133,7 @@ class BackendSettings(BaseModel):
         return None if value is None else check_spec(value, allow_auto=False)
 
     @model_validator(mode="after")
-    def _lean_speaks_plain_http(self) -> "BackendSettings":
+    def _lean_speaks_plain_http(self) -> BackendSettings:
         if self.http_client == "lean" and self.base_url and not self.base_url.startswith("http://"):
             raise ValueError(f"model.http_client=lean speaks plain http:// only, not {self.base_url}: use "
                              "http_client=direct (aiohttp) for https")

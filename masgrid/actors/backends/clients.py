@@ -9,7 +9,8 @@ factories; a pooled host keeps it across runs, a per-run host closes it at the e
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from typing import Any
+from collections.abc import Callable, Hashable
 
 
 class ClientCache:

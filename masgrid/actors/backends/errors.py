@@ -87,7 +87,8 @@ def error_reply(data: Any) -> CallFailure | None:
     None when `data` is not one."""
     if not isinstance(data, dict) or "choices" in data:
         return None
-    inner = data.get("error") if isinstance(data.get("error"), dict) else data
+    error = data.get("error")
+    inner = error if isinstance(error, dict) else data
     code = inner.get("code")
     if isinstance(code, int) and code >= 400:
         return http_failure(code, {"error": inner})

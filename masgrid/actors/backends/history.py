@@ -11,7 +11,8 @@ aiohttp's `json=` uses), so the bytes on the wire are the same as before.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 Message = dict[str, Any]
 

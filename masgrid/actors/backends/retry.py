@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from masgrid.actors.backends.base import BackendSettings, Completion
 from masgrid.actors.backends.errors import CallFailure, classify_exception
@@ -64,7 +64,7 @@ async def with_retries(settings: BackendSettings, attempt: Callable[[int, float]
                 return await attempt(attempts, start)
         except AttemptFailed as exc:
             failure, retry_after = exc.failure, exc.retry_after
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             failure = CallFailure(error_class="timeout", message=f"no complete reply within model.timeout_s="
                                                                  f"{settings.timeout_s:g} s")
         except Exception as exc:  # noqa: BLE001 - every client's errors are classified, the run goes on

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Collection
+from typing import Any
+from collections.abc import Collection
 
 from masgrid.actors.backends.base import ChatBackend, Completion, Message
 from masgrid.envs.tokens import TokenCounter

@@ -79,7 +79,7 @@ def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
         else:
             options["num_replicas"] = spec.replicas
         cls = serve.deployment(serve.ingress()(StandinDeployment), **options)
-        return cls.bind(spec.standin.model_dump(), settings.request_model)
+        return cls.bind(spec.standin.model_dump(), settings.request_model)  # type: ignore[attr-defined]  # untyped Serve decorator
     LLMConfig, build_openai_app = serve_llm()
     spec.check_weights()
     args = spec.openai_app_args(settings.request_model)

@@ -59,14 +59,14 @@ class HandleChatBackend(ChatBackend):
             response = self.handle.chat.remote(self._request(messages, tools))
             try:
                 return await asyncio.wait_for(_await(response), self.settings.timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 response.cancel()
                 raise
         # LLMServer.chat is a generator: the non-streaming answer is its first item.
         stream = self.handle.options(stream=True).chat.remote(self._request(messages, tools))
         try:
             item = await asyncio.wait_for(stream.__anext__(), self.settings.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             stream.cancel()
             raise
         if isinstance(item, list):

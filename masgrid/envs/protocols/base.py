@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from abc import ABC
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 from masgrid.envs.harness import (

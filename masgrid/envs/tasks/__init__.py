@@ -4,7 +4,7 @@ asking process imported before."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from masgrid.envs.registry import UnknownName
 from masgrid.family import families, family_of

@@ -18,7 +18,8 @@ bench_sweep_compose.py); results are cached per process by the caller.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from masgrid.envs.protocols import make_protocol, PROTOCOLS
 from masgrid.envs.tasks.base import Instance, Task
@@ -39,7 +40,7 @@ def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) 
             previous = instance.expected[agent] if phase > 1 else None
             yield task.build_prompt(task.view(instance, agent, phase=phase, previous=previous), protocol, condition)
     yield task.round_notice(protocol, condition) or ""
-    for agent, messages in sorted(_opening(task, instance, protocol, condition).items()):
+    for _agent, messages in sorted(_opening(task, instance, protocol, condition).items()):
         yield from messages
     yield from PROTOCOLS[protocol].fixed_texts()
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import json
 import re
 from string import Template
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+from collections.abc import Callable
 
 import yaml
 

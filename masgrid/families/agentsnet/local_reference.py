@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, MessageFormatError
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+from collections.abc import Callable
 
 from masgrid.envs.policies import ScriptedPolicy
 from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, PARSER_MODES, parser_mode, read_final_answer

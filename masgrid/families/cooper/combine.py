@@ -24,7 +24,7 @@ Choices are documented in docs/tasks/cooperbench.md ("Scripted agents").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 # the str_replace tool's own count (overlapping occurrences included): unique here means unique there
 from masgrid.families.cooper.tools import _occurrences

@@ -130,9 +130,10 @@ def _run_feature_tests(task: CooperTaskData, fid: int, repo: Path, commit: str, 
     result = box.run([str(env.python), "-m", "pytest", *args], cwd=repo, timeout_s=timeout_s,
                      env=env_variables(env, repo))
     output = result.stdout + result.stderr
-    if _NO_PYTEST.search(output) and not parse_pytest_summary(result.stdout).summary_found:
+    no_pytest = _NO_PYTEST.search(output)
+    if no_pytest and not parse_pytest_summary(result.stdout).summary_found:
         raise TestEnvError(f"test environment {env.root}: pytest could not be started for feature {fid} "
-                           f"({_NO_PYTEST.search(output).group(0)}); an infrastructure fault, not the agents'")
+                           f"({no_pytest.group(0)}); an infrastructure fault, not the agents'")
     counts = parse_pytest_summary(result.stdout)
     return FeatureTestResult(tests_patch="applied", exit_code=result.exit_code, passed=counts.passed,
                              failed=counts.failed, errors=counts.errors, timed_out=result.timed_out,

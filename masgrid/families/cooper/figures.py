@@ -11,12 +11,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from masgrid.families.cooper.messages import LABELS  # noqa: E402
-from masgrid.families.masbench.figures import save_figure  # noqa: E402
+from masgrid.families.cooper.messages import LABELS
+from masgrid.families.masbench.figures import save_figure
 
 #: one colour per setting in every figure
 COLORS = {"solo": "C0", "coop": "C1", "nocomm": "C2"}
@@ -26,7 +26,7 @@ def _setting_order(setting: str) -> tuple[int, str]:
     return (list(COLORS).index(setting) if setting in COLORS else len(COLORS), setting)
 
 
-def save(fig: "plt.Figure", path: str | Path, note: str | None = None) -> list[Path]:
+def save(fig: plt.Figure, path: str | Path, note: str | None = None) -> list[Path]:
     """Write `path` as .png (200 dpi) and .pdf beside it, close the figure, return both paths.
     The caption goes through figures.save_figure, which lifts the panels by its wrapped
     height (a fixed margin let long notes cover the axis labels)."""
@@ -46,7 +46,7 @@ def _yerr(table: pd.DataFrame) -> np.ndarray:
     return 100 * np.vstack([low.to_numpy(float), high.to_numpy(float)])
 
 
-def _grouped_bars(ax: "plt.Axes", table: pd.DataFrame, groups: list[str], key: str) -> None:
+def _grouped_bars(ax: plt.Axes, table: pd.DataFrame, groups: list[str], key: str) -> None:
     """Bars of `rate` (%) per model, one per `key` value, with Wilson error bars and n on top."""
     models = sorted(table["model"].astype(str).unique())
     width = 0.8 / max(1, len(groups))

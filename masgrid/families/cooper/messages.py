@@ -159,7 +159,7 @@ def communication(runs: pd.DataFrame, events: pd.DataFrame, settings: tuple[str,
                 mismatch += 1
         mine = msgs[msgs["run_id"].isin(ids)] if not msgs.empty else msgs
         n_msgs = len(mine)
-        share = (lambda count: count / steps) if steps else (lambda count: np.nan)
+        share = (lambda count: count / steps) if steps else (lambda count: np.nan)  # noqa: B023 - used in this iteration
         rows.append({"model": model, "runs": len(ids), "steps": steps, "messages": n_msgs,
                      "message_share": share(n_msgs),
                      **{f"{n}_share": share(int((mine["label"] == n).sum()) if n_msgs else 0) for n in LABELS},

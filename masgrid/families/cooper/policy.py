@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel
 

@@ -36,7 +36,7 @@ def _compose(overrides: list[str]) -> dict[str, Any]:
         del cfg["hydra"]
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
-    return data
+    return {str(key): value for key, value in data.items()}
 
 
 def subset_configs(subset: str, settings: list[str], overrides: list[str]) -> tuple[list[RunConfig], SweepSettings]:

@@ -10,11 +10,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from masgrid.families.cooper.figures import save  # noqa: E402
+from masgrid.families.cooper.figures import save
 
 TOOLS = ("view", "create_file", "str_replace", "insert", "bash")
 

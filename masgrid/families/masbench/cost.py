@@ -25,7 +25,7 @@ groups; like the paper's it has no tokens per run (a mean over models mixes mode
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

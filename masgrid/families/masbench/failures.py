@@ -40,7 +40,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -16,12 +16,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on clusters and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from masgrid.analysis.dispersion import mean_se  # noqa: E402
-from masgrid.families.masbench.tables import completed, for_task  # noqa: E402
+from masgrid.analysis.dispersion import mean_se
+from masgrid.families.masbench.tables import completed, for_task
 
 #: Okabe & Ito (2008), colour-blind-safe qualitative palette
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -37,7 +36,7 @@ PANELS = (("sr", 100.0, "(a) success rate", "SR (% of agents correct)", True),
           ("cr", 100.0, "(d) communication ratio", "CR (% of tokens)", True))
 
 
-def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) -> Path:
+def save_figure(fig: plt.Figure, path: str | Path, note: str | None = None) -> Path:
     """Lay out, write as PNG (200 dpi) and PDF next to it (parent folders created), close,
     and return the PNG's path. `note` (the caption: what was averaged, what the error bars
     are, which runs were left out) is printed under the panels."""
@@ -60,7 +59,7 @@ def save_figure(fig: "plt.Figure", path: str | Path, note: str | None = None) ->
 
 
 def figure2_figure(runs: pd.DataFrame, task: str | None = "sorting", note: str | None = None,
-                   condition: str | None = "base") -> tuple["plt.Figure", str]:
+                   condition: str | None = "base") -> tuple[plt.Figure, str]:
     """The four-panel scaling figure of one condition and its caption (not yet written)."""
     ok = completed(for_task(runs, task, condition))
     fig, axes = plt.subplots(1, 4, figsize=(16, 4.2))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 from itertools import accumulate
 from string import Template
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import yaml
 

@@ -5,7 +5,7 @@ report/masbench/)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 

@@ -29,7 +29,7 @@ Conventions, where the paper leaves room (docs/analysis.md repeats them):
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

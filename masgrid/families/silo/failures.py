@@ -195,7 +195,7 @@ def label_runs(runs: pd.DataFrame, agents: pd.DataFrame, events: pd.DataFrame,
         complete = {i: spec.knows_answer(i, s | {i}, data) for i, s in info.items()}
         given = [a for a in ag.itertuples() if isinstance(a.submission, str)]  # null (None/NaN): none submitted
         submitted = [(json.loads(a.submission), bool(a.correct)) for a in given]
-        distinct = distinct_answers(submitted, lambda a, b: spec.is_correct(a, b, data))
+        distinct = distinct_answers(submitted, lambda a, b: spec.is_correct(a, b, data))  # noqa: B023 - used at once
         wrong = {int(a.agent) for a in given if not a.correct}
         failed = not bool(run["success"])
         matrix = comm_matrix(ev, n) if not ev.empty else np.zeros((n, n), dtype=np.int64)

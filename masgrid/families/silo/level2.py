@@ -794,7 +794,7 @@ class ListRanking(_Level2):
         try:
             mapping = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"malformed JSON object: {exc.msg}; write e.g. {{\"17\": 0, \"42\": 1}}")
+            raise ValueError(f"malformed JSON object: {exc.msg}; write e.g. {{\"17\": 0, \"42\": 1}}") from None
         own = [node for node, _ in data.shards[agent]]
         try:
             ranks = {int(key): value for key, value in mapping.items()}

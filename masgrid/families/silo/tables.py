@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from functools import wraps
-from typing import Callable
+from collections.abc import Callable
 
 from masgrid.families.silo.common import silo_runs
 

@@ -249,7 +249,7 @@ def judge_table(judgments: pd.DataFrame) -> pd.DataFrame:
         ok = g[g["status"] == "ok"]
         judged = len(ok)
         wins = {m: int((ok["winner"] == m).sum()) for m in ("simas", "cot", "tie")}
-        rate = (lambda k: 100.0 * k / judged) if judged else (lambda k: np.nan)
+        rate = (lambda k: 100.0 * k / judged) if judged else (lambda k: np.nan)  # noqa: B023 - used in this iteration
         rows.append({**dict(zip(JUDGE_KEYS, key)), "pairs": len(g), "judged": judged,
                      "judge_failures": int((g["status"] == "failed").sum()),
                      "skipped": int((g["status"] == "skipped").sum()), "simas_wins": wins["simas"],

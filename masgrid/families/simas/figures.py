@@ -11,13 +11,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from masgrid.families.cooper.analysis import wilson  # noqa: E402
-from masgrid.families.masbench.figures import save_figure  # noqa: E402
-from masgrid.families.simas.analysis import accuracy_table, judge_table  # noqa: E402
+from masgrid.families.cooper.analysis import wilson
+from masgrid.families.masbench.figures import save_figure
+from masgrid.families.simas.analysis import accuracy_table, judge_table
 
 
 def _panels(count: int, width: float = 4.2) -> tuple[plt.Figure, list[plt.Axes]]:

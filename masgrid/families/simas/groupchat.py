@@ -22,8 +22,8 @@ A failed model call leaves a marked empty turn in the history; the discussion go
 
 from __future__ import annotations
 
-from string import Template
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid.envs.protocols import register_protocol

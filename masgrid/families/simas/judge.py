@@ -112,8 +112,8 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
                                           f"no usable final answer from {' and '.join(missing)}", len(question.criteria or [])))
             return
         async with gate:
-            orders = await asyncio.gather(*(judge_order(backend, question, o, pair.simas_answer, pair.cot_answer)
-                                            for o in judging.ORDERS))  # type: ignore[arg-type]
+            orders = await asyncio.gather(*(judge_order(backend, question, o, str(pair.simas_answer),
+                                                        str(pair.cot_answer)) for o in judging.ORDERS))
         results = dict(zip(judging.ORDERS, orders))
         rows = rows_for(pair, pid, judge_model, prompt, results, None, len(question.criteria or []))
         if rows[-1]["status"] == "ok":

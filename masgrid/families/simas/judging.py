@@ -118,7 +118,7 @@ def _json_object(text: str | None) -> dict:
     body = _FENCE.sub("", text.strip())
     try:
         data = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise JudgeFormatError(f"the reply is not valid JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(data, dict):
         raise JudgeFormatError("the reply is JSON but not an object")

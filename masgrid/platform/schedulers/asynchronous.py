@@ -34,6 +34,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from collections.abc import Callable
 
 from masgrid.actors.backends import Completion
 from masgrid.platform.schedulers.base import PhaseContext, PhaseResult, Scheduler, register_scheduler
@@ -124,10 +125,13 @@ class _Phase:
         self.ctx, self.task, self.session, self.loops = ctx, task, session, loops
         self.tools, self.offered = tools, offered
         self.message_cap: int | None = limits.get("messages")
+        if ctx.record_step is None:
+            raise ValueError("the asynchronous schedule needs the driver's step recorder (PhaseContext.record_step)")
+        self.record_step = ctx.record_step
         if ctx.count_tokens is None:  # a context built outside the driver: estimate (token_counter=approx)
             from masgrid.envs.tokens import approx_tokens
 
-            self.count = approx_tokens
+            self.count: Callable[[str], int] = approx_tokens
         else:
             self.count = ctx.count_tokens
 
@@ -142,10 +146,10 @@ class _Phase:
             completion: Completion = await ctx.agents.act(loop.agent, new, self.tools)
             loop.steps += 1
             rows_after = await self._apply(loop, completion)
-            await ctx.record_step(ctx.phase, loop.steps, loop.agent, started, completion, rows, rows_after)
+            await self.record_step(ctx.phase, loop.steps, loop.agent, started, completion, rows, rows_after)
             if loop.actions >= loop.cap and not loop.done:
                 loop.done, loop.capped = True, True
-                await ctx.record_step(ctx.phase, loop.steps, loop.agent, None, None, [], [
+                await self.record_step(ctx.phase, loop.steps, loop.agent, None, None, [], [
                     _row("harness", verb="cap", reply=self.task.harness_text(
                         "not_executed", why=self.task.harness_text("cap_reached", cap=loop.cap)), ok=False)])
 

@@ -39,7 +39,7 @@ class SequentialScheduler(Scheduler):
             last_round = max(last_round, round_no)
             if speaker in stopped:
                 completions = {}
-                replies = [(speaker, None, "agent stopped: the server refused its calls for good")]
+                replies: list[tuple[int, str | None, str | None]] = [(speaker, None, "agent stopped: the server refused its calls for good")]
             else:
                 completions = await ctx.agents.step({speaker: observations}, EXPECT_TURN, round_no=round_no)
                 calls[speaker] += 1

@@ -96,7 +96,7 @@ def test_unreachable_and_unknown_exceptions():
     wrapped.__cause__ = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
     assert classify_exception(wrapped).error_class == "unreachable"
     assert classify_exception(ValueError("bug")).error_class == "backend_error"
-    assert classify_exception(asyncio.TimeoutError()).error_class == "timeout"
+    assert classify_exception(TimeoutError()).error_class == "timeout"
     assert classify_exception(ConnectionResetError("reset by peer")).error_class == "connection_error"
 
 

@@ -11,7 +11,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 import pytest

@@ -51,7 +51,7 @@ def results(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
 
 def test_masgrid_report_writes_the_cooper_section(results, tmp_path):
     root, runs = results
-    files = build_report(root, tmp_path)
+    build_report(root, tmp_path)
     section = tmp_path / "cooper"
     assert "CooperBench: [cooper/README.md](cooper/README.md)" in (tmp_path / "README.md").read_text()
     readme = (section / "README.md").read_text()

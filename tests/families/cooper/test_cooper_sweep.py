@@ -13,7 +13,6 @@ import pytest
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
 from masgrid.platform.cli import _compose_once
-from masgrid.platform.config import ConfigError
 from masgrid.families.cooper.sweep import subset_configs, sweep_command
 from masgrid.platform.sweep import split_job_config
 

@@ -73,7 +73,7 @@ def test_environment_has_its_own_pytest_when_masgrid_has_none(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-2000:]
-    version, problem = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr of a tuple
+    version, problem = eval(done.stdout.strip().splitlines()[-1])
     assert problem is None and version
 
 

@@ -12,7 +12,8 @@ import json
 import random
 import string
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 import yaml

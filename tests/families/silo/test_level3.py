@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import random
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import networkx as nx
 import numpy as np

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 from functools import reduce
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 

@@ -417,7 +417,7 @@ def _expression(c: list[tuple[str, str]], i: int) -> tuple[tuple[str, int | None
                 else:
                     bad = True
             else:
-                bad = True
+                bad = True  # noqa: F841 - mirrors the branches above; the outcome is decided by `values`
     if len(values) > 1:
         return ("multi", None), j
     if values:

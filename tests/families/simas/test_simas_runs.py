@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from masgrid.platform.config import ConfigError, RunConfig
-from masgrid.platform.launch import run_local, run_many
+from masgrid.platform.launch import run_local
 from masgrid.platform.recorder import partition_dir
 from tests.support.chat_server import ChatServer, Reply
 
