@@ -128,7 +128,7 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
     """Load runs, agents and events with the validity filter applied and stated (`note`)."""
     from masgrid.analysis.integrity import describe
     from masgrid.analysis.load import load_results as load
-    from masgrid.analysis.validity import exclusion_note, include_invalid as with_invalid, usable
+    from masgrid.analysis.usable_runs import exclusion_note, include_invalid as with_invalid, usable
 
     loaded = load(results_dir)
     every = with_invalid(loaded.runs) if include_invalid else loaded.runs

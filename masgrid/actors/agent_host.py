@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from masgrid.actors import heap
 from masgrid.actors.backends import BackendSettings, ChatBackend, ClientCache, Completion, Message, make_backend
 from masgrid.actors.backends.history import ChatHistory
-from masgrid.actors.backends.tool_calls import assistant_turn
+from masgrid.actors.backends.chat_tools import assistant_turn
 from masgrid.envs.protocols import get_protocol
 from masgrid.envs.tasks import AgentView
 from masgrid.envs.tokens import get_counter

@@ -7,7 +7,7 @@ protocol, N, condition, ...) and each of the family's per-run metrics is compare
 sides have runs: n, mean and sample SD per side, diff = mean_B - mean_A, Welch's t-test (two
 sided; NaN below two runs per side or with zero variance on both) with `p` uncorrected and
 `p_holm` Holm-adjusted over every test of the comparison (one family of tests). Only usable
-runs count (status ok or degraded; analysis/validity.py). Cells that only one side has are
+runs count (status ok or degraded; analysis/usable_runs.py). Cells that only one side has are
 listed by count, not compared.
 """
 
@@ -22,7 +22,7 @@ from masgrid.analysis.families import family_name
 from masgrid.family import families
 from masgrid.analysis.load import read_table
 from masgrid.analysis.stats import holm, welch
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 COLUMNS = ["n_a", "mean_a", "sd_a", "n_b", "mean_b", "sd_b", "diff", "t", "p", "p_holm"]
 

@@ -16,7 +16,7 @@ from masgrid.analysis.families import families_present, write_family_reports
 from masgrid.analysis.integrity import Damage, check_results, describe
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
-from masgrid.analysis.validity import exclusion_note, include_invalid, status_counts, usable
+from masgrid.analysis.usable_runs import exclusion_note, include_invalid, status_counts, usable
 from masgrid.family import families, family_of
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from masgrid.analysis.validity import usable as completed
+from masgrid.analysis.usable_runs import usable as completed
 
 WELCH_COLUMNS = ["metric", "group_a", "group_b", "n_a", "n_b", "mean_a", "mean_b", "sd_a", "sd_b", "diff", "t", "p",
                  "p_holm"]

@@ -31,10 +31,10 @@ from masgrid.envs.tokens import get_counter
 from masgrid.platform.config import RunConfig
 from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
-from masgrid.platform.run_metrics import RunProgress
+from masgrid.platform.dashboard_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
 from masgrid.platform.engine_alive import EngineLost
-from masgrid.platform.validity import classify_failure, error_classes_json, judge
+from masgrid.platform.run_outcome import classify_failure, error_classes_json, judge
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
 #: pending events pass `execution.event_flush_bytes`), so a crash loses little
@@ -622,7 +622,7 @@ def _history_calls(c: Completion, cap: int | None) -> str | None:
     rebuilt turn says it is not exact."""
     if not c.tool_calls:
         return None
-    from masgrid.actors.backends.tool_calls import assistant_turn
+    from masgrid.actors.backends.chat_tools import assistant_turn
 
     recorded = json.dumps({"content_chars": len(c.text or ""), "calls": assistant_turn(c)["tool_calls"]})
     if cap is not None and len(recorded) > cap:

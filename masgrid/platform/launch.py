@@ -30,7 +30,7 @@ from masgrid.platform.driver import RunDriver, RunSummary
 from masgrid.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid.platform.results_lock import ResultsLock
 from masgrid.platform.run_status import RunName
-from masgrid.platform.validity import classify_failure
+from masgrid.platform.run_outcome import classify_failure
 
 log = logging.getLogger("masgrid")
 NAMESPACE = "masgrid"

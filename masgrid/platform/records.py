@@ -116,7 +116,7 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
     ("status", pa.string()),  # ok | degraded | invalid | failed (docs/results.md, "Run status")
     ("error", pa.string()),
-    ("error_class", pa.string()),  # failed runs: interrupted | task_error | config_error (validity.py)
+    ("error_class", pa.string()),  # failed runs: interrupted | task_error | config_error (platform/run_outcome.py)
     ("model_error_classes", pa.string()),  # JSON {error_class: failed calls}, null when none failed
     ("wall_s", pa.float64()),
     ("started_at", pa.timestamp("us", tz="UTC")),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid.envs.tasks import get_task
 from masgrid.platform.config import ConfigError, RunConfig, format_validation_error
-from masgrid.platform.validity import USABLE  # complete on resume: the statuses whose metrics tables use
+from masgrid.platform.run_outcome import USABLE  # complete on resume: the statuses whose metrics tables use
 
 #: the config node holding sweep settings; stripped before RunConfig validation
 SWEEP_KEY = "sweep"
@@ -94,7 +94,7 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_inva
         if (cfg.results_dir, cfg.run_id) not in seen:
             seen.add((cfg.results_dir, cfg.run_id))
             unique.append(cfg)
-    from masgrid.platform.validity import RERUN_CLASSES
+    from masgrid.platform.run_outcome import RERUN_CLASSES
 
     statuses: dict[str, dict[str, tuple[str, str | None]]] = {}
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))

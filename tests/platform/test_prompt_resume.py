@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 from masgrid.resources import conf_dir
 
 ROOT = Path(__file__).resolve().parents[2]

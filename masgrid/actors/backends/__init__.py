@@ -58,7 +58,7 @@ def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view
     factory = _FACTORIES[kind]  # UnknownName (KeyError and ValueError) lists the backends
     backend = factory(settings, count, view, protocol, seed, shared if shared is not None else {})
     if settings.tool_mode == "fenced" and kind != "scripted":  # a policy makes its calls directly
-        from masgrid.actors.backends.tool_calls import FencedTools
+        from masgrid.actors.backends.chat_tools import FencedTools
 
         backend = FencedTools(backend)
     return backend

@@ -25,7 +25,7 @@ class Completion(BaseModel):
 
     text: str | None = None
     #: the tools the reply asked to run (None: it called none); a call the harness cannot run
-    #: carries its `error` (backends/tool_calls.py). With model.tool_mode=fenced, `text` is
+    #: carries its `error` (backends/chat_tools.py). With model.tool_mode=fenced, `text` is
     #: the whole reply, the ```tool blocks included
     tool_calls: list[ToolCall] | None = None
     #: "<error_class>: <message>" of a call that failed after its retries (backends/errors.py)
@@ -118,7 +118,7 @@ class BackendSettings(BaseModel):
         "native", description="how tools reach the model: `native` sends them as the request's `tools` and reads "
         "the reply's `tool_calls` (the server must parse tool calls, e.g. vLLM with a tool-call parser); "
         "`fenced` describes them in the system prompt and reads ```tool blocks from the reply text, for servers "
-        "without tool parsing (backends/tool_calls.py). The scripted backend ignores it")
+        "without tool parsing (backends/chat_tools.py). The scripted backend ignores it")
     tool_constraint: Literal["none", "regex"] = Field(
         "none", description="regex: when tools are offered, the engine's structured outputs force the reply to be "
         "one well-formed call in the hermes layout, which its tool parser reads (backends/constrained_tools.py); "

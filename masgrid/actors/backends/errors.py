@@ -47,7 +47,7 @@ CONTEXT_PATTERNS = re.compile(
     r"|exceeds the model'?s? (maximum )?context|context length exceeded|context_length_exceeded",
     re.IGNORECASE)
 #: error classes that say what the model can do, not that the platform failed: an agent whose
-#: history outgrew the context stops, as it would with that model anywhere (validity.py)
+#: history outgrew the context stops, as it would with that model anywhere (platform/run_outcome.py)
 AGENT_LIMIT_CLASSES = frozenset({"context_length"})
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
 MESSAGE_CHARS = 300

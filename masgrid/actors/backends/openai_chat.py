@@ -23,7 +23,7 @@ from masgrid.actors.backends.clients import ClientCache
 from masgrid.actors.backends.constrained_tools import constrain
 from masgrid.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid.actors.backends.retry import AttemptFailed, with_retries
-from masgrid.actors.backends.tool_calls import MalformedToolCalls, prompt_tokens, read_tool_calls, turn_of
+from masgrid.actors.backends.chat_tools import MalformedToolCalls, prompt_tokens, read_tool_calls, turn_of
 from masgrid.envs.text import clean_text
 from masgrid.envs.tokens import TokenCounter
 from masgrid.envs.tool_calls import tool_names, with_calls
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # imported where a client is made: `http_client=direct` never
 
 class ReplyMessage(BaseModel):
     content: str | None = None
-    tool_calls: Any = None  # read leniently, call by call (backends/tool_calls.py)
+    tool_calls: Any = None  # read leniently, call by call (backends/chat_tools.py)
 
 
 class ReplyChoice(BaseModel):

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from masgrid.actors.backends.base import ChatBackend, Completion, Message
-from masgrid.actors.backends.tool_calls import message_text, tools_text, turn_of
+from masgrid.actors.backends.chat_tools import message_text, tools_text, turn_of
 from masgrid.envs.policies import ScriptedPolicy
 from masgrid.envs.tokens import TokenCounter
 from masgrid.envs.tool_calls import ToolCall, ToolReply, call_id, checked_call, tool_names, with_calls

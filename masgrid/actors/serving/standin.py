@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from masgrid.actors.backends.scripted import OBSERVED_ROLES, policy_calls
-from masgrid.actors.backends.tool_calls import fenced_result, prompt_tokens, turn_of
+from masgrid.actors.backends.chat_tools import fenced_result, prompt_tokens, turn_of
 from masgrid.actors.serving.spec import StandinSpec
 from masgrid.envs.tasks import AgentView, get_task
 from masgrid.envs.tokens import get_counter

@@ -27,7 +27,7 @@ import pandas as pd
 
 from masgrid.analysis.dispersion import spread_columns
 from masgrid.analysis.load import read_table
-from masgrid.analysis.validity import exclusion_note, usable
+from masgrid.analysis.usable_runs import exclusion_note, usable
 
 TASKS = ["coloring", "consensus", "leader_election", "matching", "vertex_cover"]
 TASK_LABELS = {"coloring": "Coloring", "consensus": "Consensus", "leader_election": "Leader Election",
@@ -70,7 +70,7 @@ def run_set_note(runs: pd.DataFrame, run_set: str = "all") -> str:
 
 
 def agentsnet_runs(runs: pd.DataFrame, run_set: str = "all", parser: str | None = None) -> pd.DataFrame:
-    """Usable AgentsNet runs (analysis/validity.py) of `run_set`, with a `problem` column
+    """Usable AgentsNet runs (analysis/usable_runs.py) of `run_set`, with a `problem` column
     (task name without the family). Runs read with different parser modes
     (`reply_parser`; missing = strict) are never pooled: give `parser` when both occur."""
     if runs.empty:

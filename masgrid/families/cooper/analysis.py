@@ -4,7 +4,7 @@ Reads the `runs` columns the CooperBench task writes (docs/tasks/cooperbench-ana
 `cooper_pool`, `cooper_task_id`, `cooper_features` ("1,2"), `cooper_setting` (coop | solo |
 nocomm), `merge_stage`, `conflicts_naive`, `success`, ... Conventions, where the paper is silent:
 - Every run is one Bernoulli trial (a task x model x setting x seed); a rate is k / n over the
-  usable runs (analysis/validity.py) of a cell, with a 95% Wilson interval (statsmodels). A run
+  usable runs (analysis/usable_runs.py) of a cell, with a 95% Wilson interval (statsmodels). A run
   whose `success` is null (the evaluation did not finish) is not a trial: it is counted in
   `unscored` and left out of k and n.
 - A cell that has no runs is a row with n = 0, NaN rate and `flag` saying what is missing,
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 SETTINGS = ("solo", "coop", "nocomm")
 #: the merge stages in the order the evaluator tries them (appendix H); `failed`: no stage merged

@@ -3,7 +3,7 @@
     python -m masgrid.families.cooper.report RESULTS_DIR OUT_DIR
 
 `masgrid report` calls `write_section` into REPORT/cooper/ when the results hold CooperBench
-runs. README.md says which runs were used and left out (analysis/validity.py), and how many
+runs. README.md says which runs were used and left out (analysis/usable_runs.py), and how many
 ran without the sandbox; tables as Markdown and CSV, figures as PNG and PDF.
 """
 
@@ -22,7 +22,7 @@ from masgrid.families.cooper import timeline as cooper_timeline
 from masgrid.analysis.family_cli import report_main
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
-from masgrid.analysis.validity import exclusion_note
+from masgrid.analysis.usable_runs import exclusion_note
 
 LABEL_NOTE = ("Message types are our rule-based labels (docs/tasks/cooperbench-analysis.md), not the paper's; "
               "repetition and unanswered-question counts are textual proxies, not its LLM judge (the judged rates, "

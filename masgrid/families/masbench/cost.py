@@ -1,7 +1,7 @@
 """MAS-Bench Table 4 (appendix C): tokens, communication share and cost per model.
 
 What the paper reports, and how masgrid fills each column:
-- `runs` (#Logs): usable runs (analysis/validity.py) of every task and condition in the
+- `runs` (#Logs): usable runs (analysis/usable_runs.py) of every task and condition in the
   results, as the paper aggregates "over all available logs";
 - `total_mtok`, `comm_mtok`: sums of `tokens_total` and `tokens_comm` in millions, whole
   runs (both phases of abl_message/camoc: what was spent, unlike the phase-2 accounting
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 PRICE_FIELDS = ("input_usd_per_mtok", "output_usd_per_mtok")
 COLUMNS = ["runs", "total_mtok", "comm_mtok", "comm_pct", "tokens_per_run", "tokens_per_run sd", "cost_usd", "cost_mid_usd",

@@ -13,7 +13,7 @@ from masgrid.analysis import stats
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import to_markdown, write_table
 from masgrid.analysis.token_units import approximate_token_note
-from masgrid.analysis.validity import exclusion_note, include_invalid
+from masgrid.analysis.usable_runs import exclusion_note, include_invalid
 from masgrid.families.masbench import ablation as masbench_ablation
 from masgrid.families.masbench import cost as masbench_cost
 from masgrid.families.masbench import failures as masbench_failures

@@ -1,7 +1,7 @@
 """MAS-Bench tables (paper section 5 and appendix G) from the `runs` table.
 
 Conventions, where the paper leaves room (docs/analysis.md repeats them):
-- Only usable runs enter a table (analysis/validity.py): status ok or degraded. An invalid
+- Only usable runs enter a table (analysis/usable_runs.py): status ok or degraded. An invalid
   run (too many failed model calls) or a failed one measured the infrastructure, not the
   model; they are counted in `masgrid report`'s overview and its exclusion note instead.
 - A cell is the mean over its runs of the per-run metric: SR% = 100 * mean(sr) with sr the
@@ -36,7 +36,7 @@ import pandas as pd
 
 from masgrid.analysis.dispersion import spread_columns
 from masgrid.families.masbench.phases import DEFAULT, by_phase
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 PROTOCOLS = ("broadcast", "p2p", "kv")
 CONDITIONS = ("base", "camoc", "abl_submit", "abl_message")
@@ -47,7 +47,7 @@ METRICS: tuple[tuple[str, str, float], ...] = (("SR%", "sr", 100.0), ("R", "roun
 
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs whose metrics the tables use (status ok or degraded; see analysis/validity.py)."""
+    """Runs whose metrics the tables use (status ok or degraded; see analysis/usable_runs.py)."""
     return usable(runs)
 
 

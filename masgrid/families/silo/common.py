@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 _TASK = re.compile(r"^silo/(I{1,3})-\d+$")
 LEVELS = {"I": 1, "II": 2, "III": 3}
@@ -24,7 +24,7 @@ def oracle_scale(condition: object) -> int | None:
 
 
 def silo_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Usable SILO runs (analysis/validity.py) with `level` and `oracle_n` (N of an oracle-<N> baseline, else NaN)."""
+    """Usable SILO runs (analysis/usable_runs.py) with `level` and `oracle_n` (N of an oracle-<N> baseline, else NaN)."""
     if runs.empty:
         return runs.assign(level=pd.Series(dtype="Int64"), oracle_n=pd.Series(dtype="Int64"))
     out = runs[runs["task"].map(level_of).notna()].copy()

@@ -2,7 +2,7 @@
 
     python -m masgrid.families.silo.report RESULTS_DIR OUT_DIR [--heatmaps N]
 
-Produces README.md (which runs the tables use and which they left out, analysis/validity.py),
+Produces README.md (which runs the tables use and which they left out, analysis/usable_runs.py),
 one CSV per table (table1.csv ... table18.csv, table4/15/16/17 from the failure
 analysis, labels.csv with the per-run failure labels) and Figure-7 heatmaps of the N
 largest-N runs of each protocol, so the paper's artefacts come out of one command.
@@ -19,7 +19,7 @@ from masgrid.families.silo import failures as sf
 from masgrid.families.silo import tables as st
 from masgrid.analysis.load import load_results
 from masgrid.families.silo.common import level_of, silo_runs
-from masgrid.analysis.validity import exclusion_note
+from masgrid.analysis.usable_runs import exclusion_note
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path, heatmaps: int = 1) -> list[Path]:

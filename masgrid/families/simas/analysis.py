@@ -24,7 +24,7 @@ Conventions (docs/tasks/simas.md):
   condition: runs of different T or settings are never averaged into one difference.
 - Judge (section 5, appendix C.2; `masgrid judge`): win rate and mean score of SIMAS
   against CoT per (judge, model, task, n), from RESULTS_DIR/judgments.
-Every table uses analysis/validity.py's usable runs and repeats which were left out.
+Every table uses analysis/usable_runs.py's usable runs and repeats which were left out.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from masgrid.analysis.validity import usable
+from masgrid.analysis.usable_runs import usable
 
 FAMILY = ("model", "task", "subject", "condition", "discussion_rounds", "setting")
 ABLATIONS = {"no_belief": "Belief", "no_personality": "Personality", "no_expertise": "Expertise"}

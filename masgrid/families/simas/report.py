@@ -2,7 +2,7 @@
 
     python -m masgrid.families.simas.report RESULTS_DIR OUT_DIR
 
-README.md says which runs were used and which left out (analysis/validity.py); tables as
+README.md says which runs were used and which left out (analysis/usable_runs.py); tables as
 Markdown and CSV: accuracy per cell (mean, std over repeats, tokens per question), n* and
 Definition 4 per family, Table 4 (profile ablations), CoT against SIMAS, and the judge's
 win rates and scores on generation questions (`masgrid judge`); figures: the inverted U,
@@ -18,7 +18,7 @@ from masgrid.families.simas import figures as simas_figures
 from masgrid.analysis.family_cli import report_main
 from masgrid.analysis.load import load_results
 from masgrid.analysis.markdown import write_table
-from masgrid.analysis.validity import exclusion_note
+from masgrid.analysis.usable_runs import exclusion_note
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:

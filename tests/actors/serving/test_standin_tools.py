@@ -17,7 +17,7 @@ import pytest
 from masgrid.actors.backends import BackendSettings, ClientCache
 from masgrid.actors.backends.openai_chat import http_backend
 from masgrid.actors.backends.scripted import ScriptedBackend
-from masgrid.actors.backends.tool_calls import FencedTools, assistant_turn
+from masgrid.actors.backends.chat_tools import FencedTools, assistant_turn
 from masgrid.actors.serving.handle_backend import HandleChatBackend
 from masgrid.actors.serving.spec import parse_serving
 from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag, StandinCore, build_app

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.validity import exclusion_note, include_invalid, usable
+from masgrid.analysis.usable_runs import exclusion_note, include_invalid, usable
 from masgrid.platform.config import ValiditySettings
 from masgrid.platform.provenance import code_provenance, git_commit
-from masgrid.platform.validity import judge
+from masgrid.platform.run_outcome import judge
 
 CLASSES = ["connection_refused", "timeout", "http_4xx", "http_5xx", "malformed_response"]
 
@@ -75,7 +75,7 @@ def test_failures_are_classed_by_whose_fault_they_were():
 
     from masgrid.platform.driver import PromptMismatch
     from masgrid.platform.ports import RoundTimeout
-    from masgrid.platform.validity import classify_failure
+    from masgrid.platform.run_outcome import classify_failure
 
     assert classify_failure(rex.ActorDiedError()) == "interrupted"
     assert classify_failure(rex.WorkerCrashedError()) == "interrupted"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid.platform.run_metrics import RunProgress
+from masgrid.platform.dashboard_metrics import RunProgress
 
 
 def test_disabled_outside_ray_records_nothing() -> None:
@@ -25,11 +25,11 @@ def test_metrics_accept_every_update(ray_session) -> None:
 
 
 def test_metric_names_and_tags_match_the_docs(ray_session) -> None:
-    """The names and tag keys the dashboard shows are the ones run_metrics and docs/serving.md promise."""
+    """The names and tag keys the dashboard shows are the ones dashboard_metrics and docs/serving.md promise."""
     import re
     from pathlib import Path
 
-    from masgrid.platform import run_metrics
+    from masgrid.platform import dashboard_metrics
 
     progress = RunProgress("r3", "sorting", "kv", enabled=True, experiment="pilot")
     progress.round(1, 1)
@@ -37,7 +37,7 @@ def test_metric_names_and_tags_match_the_docs(ray_session) -> None:
     created = {m._name: set(m._tag_keys) for m in progress._m.values()}
     serving = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text(encoding="utf-8")
     watching = serving.split("## Watching runs", 1)[1].split("\n## ", 1)[0]
-    for doc in (run_metrics.__doc__, watching):
+    for doc in (dashboard_metrics.__doc__, watching):
         assert set(re.findall(r"`(masgrid_[a-z_]+)`", doc)) == set(created)
     assert all({"task", "protocol", "experiment"} <= tags for tags in created.values())
     assert created["masgrid_runs_finished_total"] == {"task", "protocol", "experiment", "status"}
