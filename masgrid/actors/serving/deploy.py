@@ -13,7 +13,7 @@ from typing import Any
 
 from masgrid.actors import heap
 from masgrid.actors.backends.base import BackendSettings
-from masgrid.actors.serving.engine_start import EngineStartWatch, explain
+from masgrid.actors.serving.engine_start import EngineStartWatch, explain, settled
 from masgrid.actors.serving.spec import ServingError, ServingSpec, ServingUnavailable, parse_serving
 from masgrid.actors.serving.standin import StandinCore, build_app
 
@@ -94,8 +94,8 @@ def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
 
 def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSpec:
     """Start (or update) the Serve application of a model preset; returns once it is running.
-    A vLLM engine that refuses to start ends the deployment as soon as it says why
-    (engine_start.py), instead of after Serve's retries: one line, the app deleted."""
+    A vLLM engine that cannot start is one line with its own reason (engine_start.py), the
+    app deleted; too little memory for the KV cache ends the deployment as soon as it says so."""
     from ray import serve
 
     spec = parse_serving(settings.serving)
@@ -123,14 +123,15 @@ def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSp
             error = EngineRefused(f"model.serving: Serve app {spec.app!r} did not start: {reason}")
             if watch is not None and watch.seen_at is not None:
                 error.after_s = time.monotonic() - watch.seen_at
-                log.info("Serve app %s deleted %.1f s after its engine refused to start", spec.app, error.after_s)
+                log.debug("Serve app %s deleted %.1f s after its engine refused to start", spec.app, error.after_s)
             raise error from None
     return spec
 
 
 def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s: float = 0.5) -> None:
     """serve.run, waiting here instead of in Serve: the wait also ends (RuntimeError) as soon
-    as the engine has said why it cannot start, where Serve would retry the replica first."""
+    as the engine has said why it cannot start where a retry cannot help (engine_start.settled),
+    instead of after Serve's next attempt failed the same way."""
     from ray import serve
 
     serve.run_many([serve.RunTarget(target=app, name=spec.app, route_prefix=spec.route_prefix)],
@@ -145,7 +146,7 @@ def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s:
             raise RuntimeError(f"Deploying application {spec.app} failed: {status.message}")
         if state == "MISSING":
             raise RuntimeError(f"Serve app {spec.app} was deleted while it deployed")
-        if watch is not None and watch.cause is not None:
+        if watch is not None and watch.cause is not None and settled(watch.cause):
             raise RuntimeError(watch.cause)
         time.sleep(poll_s)
 

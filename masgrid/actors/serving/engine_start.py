@@ -7,7 +7,8 @@ cause itself goes to the replica's stderr only. Serve would then start the repli
 (`constructor_retries`) and fail the same way a minute later. So, while an app deploys, the
 workers' output that Ray streams to drivers is read (a subscriber of our own: the driver may
 run with `log_to_driver=False`), the engine's own exception line is taken from the app's
-replicas, and the caller stops the deployment at once. `explain` turns vLLM's KV-cache
+replicas, and where another attempt would fail the same way (`settled`: too little memory
+for the KV cache) the caller stops the deployment at once. `explain` turns vLLM's KV-cache
 messages into what to change in `model.serving`.
 """
 
@@ -43,18 +44,37 @@ NODE_TOO_SMALL = re.compile(
 NO_CACHE_MEMORY = re.compile(r"No available memory for the cache blocks")
 
 
+#: the handler through which a driver started with log_to_driver prints its workers' output
+_PRINTER = "ray_print_logs"
+#: seconds the app's replica and Serve controller output is held back while it deploys
+HOLD_S = 10.0
+#: seconds that output is still dropped after the engine refused (late tracebacks)
+DROP_AFTER_S = 15.0
+
+
 class EngineStartWatch:
     """Reads the stderr of one Serve app's replicas while it deploys; `cause` is the engine's
-    own exception line once one has been printed, `seen_at` when (time.monotonic())."""
+    own exception line once one has been printed, `seen_at` when (time.monotonic()).
 
-    def __init__(self, app: str) -> None:
+    Where this driver prints its workers' output (log_to_driver), the lines of the app's
+    replicas and of Serve's controller are held back `hold_s` seconds before they are
+    printed: an engine that fails to start prints a traceback of a hundred lines there, twice
+    (the replica's and the controller's), which would bury the one line saying why. Once the
+    engine has refused, what is held and what still comes from those sources is dropped
+    (Ray's log files keep it)."""
+
+    def __init__(self, app: str, hold_s: float = HOLD_S) -> None:
         self.prefix = f"ServeReplica:{app}:"
+        self.hold_s = hold_s
         self.cause: str | None = None
         self.seen_at: float | None = None
         self._failing: set[str] = set()  # pids whose output said the engine failed to start
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._subscriber: Any = None
+        self._printer: Any = None  # Ray's own printing handler, while ours stands in
+        self._held: list[tuple[float, Any]] = []
+        self._lock = threading.Lock()
 
     def __enter__(self) -> EngineStartWatch:
         try:
@@ -68,6 +88,7 @@ class EngineStartWatch:
             log.debug("cannot read the replicas' output (%s); the deployment's status alone will say why", exc)
             self._subscriber = None
             return self
+        self._hold()
         self._thread = threading.Thread(target=self._read, name="masgrid-engine-start", daemon=True)
         self._thread.start()
         return self
@@ -81,6 +102,11 @@ class EngineStartWatch:
                 self._subscriber.close()
             except Exception:  # noqa: BLE001 - already closed with the Ray session
                 pass
+        if self.cause is None:
+            self._release(everything=True)
+            self._restore()
+        elif self._printer is not None:  # the failure's late tracebacks are dropped too
+            threading.Timer(DROP_AFTER_S, self._restore).start()
 
     def _read(self) -> None:
         while not self._stop.is_set():
@@ -90,6 +116,48 @@ class EngineStartWatch:
                 return
             if batch and str(batch.get("actor_name") or "").startswith(self.prefix):
                 self.feed(str(batch.get("pid")), batch.get("lines") or [])
+            self._release()
+
+    # -- what this driver prints meanwhile ------------------------------------------------
+    def _hold(self) -> None:
+        try:
+            from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+        except ImportError:
+            return
+        printer = next((h for name, h in dispatcher.handlers if name == _PRINTER), None)
+        if printer is None:
+            return  # log_to_driver=False: nothing is printed here anyway
+        self._printer = printer
+        dispatcher.remove_handler(_PRINTER)
+        dispatcher.add_handler(_PRINTER, self._route)  # Ray's shutdown removes it by this name
+
+    def _route(self, data: dict[str, Any]) -> None:
+        source = str(data.get("actor_name") or "")
+        if not (source.startswith(self.prefix) or source.startswith("ServeController")):
+            self._printer(data)
+            return
+        with self._lock:
+            if self.cause is None:
+                self._held.append((time.monotonic(), data))
+
+    def _release(self, everything: bool = False) -> None:
+        """Print what has been held `hold_s` (or all of it); drop it all once the engine refused."""
+        with self._lock:
+            if self.cause is not None:
+                self._held.clear()
+                return
+            cut = time.monotonic() - (0 if everything else self.hold_s)
+            due = [data for at, data in self._held if at <= cut]
+            self._held = [(at, data) for at, data in self._held if at > cut]
+        for data in due:
+            self._printer(data)
+
+    def _restore(self) -> None:
+        from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+        if any(name == _PRINTER and h == self._route for name, h in dispatcher.handlers):
+            dispatcher.remove_handler(_PRINTER)
+            dispatcher.add_handler(_PRINTER, self._printer)
 
     def feed(self, pid: str, lines: list[str]) -> None:
         """One batch of a replica's output lines (the parsing, apart from Ray for the tests)."""
@@ -104,7 +172,15 @@ class EngineStartWatch:
             if match and not any(w in line for w in _WRAPPERS):
                 self.cause = f"{match.group(1).rsplit('.', 1)[-1]}: {_VLLM_DOCS.sub('', match.group(2)).strip()}"
                 self.seen_at = time.monotonic()
-                log.info("the engine of %s refused to start: %s", self.prefix.rstrip(":"), self.cause)
+                log.debug("the engine of %s refused to start: %s", self.prefix.rstrip(":"), self.cause)
+
+
+def settled(cause: str) -> bool:
+    """Whether another attempt would fail the same way (the memory the settings give the KV
+    cache does not change between attempts): the deploy stops at once. Other refusals go
+    through Serve's `constructor_retries` (a port or a node may free up), and the line
+    still names the engine's cause."""
+    return any(p.search(cause) for p in (KV_TOO_SMALL, NODE_TOO_SMALL, NO_CACHE_MEMORY))
 
 
 def explain(cause: str, kv_cache_gib: int | None) -> str:

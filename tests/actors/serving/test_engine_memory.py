@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.actors.serving.engine_start import EngineStartWatch, explain
+from masgrid.actors.serving.engine_start import EngineStartWatch, explain, settled
 from masgrid.actors.serving.spec import ServingError, parse_serving
 from masgrid.platform.serving import compose_model
 from tests.support.engine import engine_missing
@@ -87,6 +87,39 @@ def test_the_engine_refusal_is_read_from_the_replica_output():
         "too little memory for the KV cache: model.serving.kv_cache_gib=4096 asks 4096.0 GiB, node 0 has 11.01 of "
         "22.59 GiB free: lower model.serving.kv_cache_gib")
     assert explain("OSError: no such file", 1) == "the engine refused to start: OSError: no such file"
+    # memory settings fail every attempt alike: the deploy stops at once; other causes get Serve's retry
+    assert settled(watch.cause) and settled(NODE_LINE) and not settled("OSError: no such file")
+
+
+def test_the_replicas_tracebacks_are_held_back_and_dropped_once_the_engine_refused():
+    """Where the driver prints its workers' output, the app's replica and Serve controller
+    lines wait `hold_s` before printing, and are dropped once the engine refused: the one
+    line is not buried under the failure's tracebacks."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    printed: list[dict] = []
+    dispatcher.add_handler("ray_print_logs", printed.append)
+    try:
+        watch = EngineStartWatch("tiny", hold_s=0.2)
+        watch._hold()
+        replica = "ServeReplica:tiny:LLMServer:tiny"
+        dispatcher.emit({"actor_name": "run:x", "lines": ["elsewhere"]})
+        dispatcher.emit({"actor_name": replica, "lines": ["loading weights"]})
+        assert [b["lines"] for b in printed] == [["elsewhere"]]  # the replica's line waits
+        time.sleep(0.25)
+        watch._release()
+        assert [b["lines"] for b in printed] == [["elsewhere"], ["loading weights"]]
+        dispatcher.emit({"actor_name": replica, "lines": [PREFIX + "EngineCore failed to start.", PREFIX + KV_LINE]})
+        watch.feed("1", [PREFIX + "EngineCore failed to start.", PREFIX + KV_LINE])
+        dispatcher.emit({"actor_name": "ServeController", "lines": ["Traceback (most recent call last):"]})
+        time.sleep(0.25)
+        watch._release()
+        assert len(printed) == 2  # the failure's output is dropped
+        watch._restore()
+        dispatcher.emit({"actor_name": replica, "lines": ["after"]})
+        assert printed[-1]["lines"] == ["after"]  # Ray's printer is back
+    finally:
+        dispatcher.remove_handler("ray_print_logs")
 
 
 def marked_engines(mark: str) -> list[int]:
