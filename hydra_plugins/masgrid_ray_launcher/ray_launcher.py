@@ -100,7 +100,9 @@ class MasgridRayLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from masgrid.platform.compose import JobComposer
+        from masgrid.actors.serving.spec import ServingError, ServingUnavailable
         from masgrid.platform.config import ConfigError
+        from masgrid.platform.engine_alive import EngineLost
         from masgrid.platform.preflight import PreflightError, check_results_dir
         from masgrid.platform.storage import ResultsUnwritable
         from masgrid.platform.results_lock import ResultsDirBusy
@@ -148,7 +150,8 @@ class MasgridRayLauncher(Launcher):
             for results_dir in sorted({cfg.results_dir for cfg in cfgs}):
                 check_results_dir(results_dir)  # creates it (not its parent): the grid is valid now
             result = run_sweep(cfgs, all_settings[0], on_start=self._save_sweep_config)
-        except (PreflightError, ResultsDirBusy, ResultsUnwritable) as exc:  # bad endpoint, results_dir busy or refusing writes
+        except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy, ResultsUnwritable,
+                EngineLost) as exc:  # bad, undeployable or lost endpoint, results_dir busy or refusing writes
             remember(SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}")))
             return []
         remember(result)

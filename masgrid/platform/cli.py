@@ -269,6 +269,7 @@ def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:
         print(exc, file=sys.stderr)
         return
     from masgrid.actors.serving.spec import ServingError, ServingUnavailable
+    from masgrid.platform.engine_alive import EngineLost
     from masgrid.platform.launch import run_one
     from masgrid.platform.preflight import PreflightError, preflight
     from masgrid.platform.storage import ResultsUnwritable
@@ -279,7 +280,7 @@ def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:
         preflight([run_cfg])
         summary = run_one(run_cfg)
     except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy,
-            ResultsUnwritable) as exc:  # endpoint, results_dir
+            ResultsUnwritable, EngineLost) as exc:  # endpoint (unusable or lost mid-run), results_dir
         outcome["error"] = str(exc)
         print(f"masgrid run: {exc}", file=sys.stderr)
         return

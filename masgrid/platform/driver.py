@@ -33,7 +33,7 @@ from masgrid.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid.platform.dashboard_metrics import RunProgress
 from masgrid.platform.schedulers import PhaseContext, get_scheduler
-from masgrid.platform.engine_alive import EngineLost
+from masgrid.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
 from masgrid.platform.run_outcome import classify_failure, error_classes_json, judge
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
@@ -64,6 +64,8 @@ class RunSummary(BaseModel):
     model_errors: int | None = None
     wall_s: float = 0.0
     results_dir: str = ""
+    #: the run was interrupted because its model endpoint stopped answering: what the probe found
+    engine_lost: str | None = None
 
 
 @dataclass
@@ -276,8 +278,8 @@ class LoggedAgents:
     """The agents as a scheduler steps them: each step's observations are logged first."""
 
     def __init__(self, pool: AgentPoolClient, log: RunLog, phase: int,
-                 flush: Callable[[], Awaitable[None]] | None = None) -> None:
-        self.pool, self.log, self.phase, self.flush = pool, log, phase, flush
+                 flush: Callable[[], Awaitable[None]] | None = None, watch: EngineWatch | None = None) -> None:
+        self.pool, self.log, self.phase, self.flush, self.watch = pool, log, phase, flush, watch
         self.n_agents = pool.n_agents
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None,
@@ -287,11 +289,17 @@ class LoggedAgents:
         self.log.record_observations(self.phase, observations, round_no)
         if self.flush is not None and self.log.full:  # large observations: out before the next replies come in
             await self.flush()
-        return await self.pool.step(observations, expect)
+        completions = await self.pool.step(observations, expect)
+        if self.watch is not None:  # a lost endpoint ends the run here, not after every later call failed
+            await self.watch.check(c.error_class for c in completions.values() if c.error is not None)
+        return completions
 
     async def act(self, agent: int, new_messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         """A tool-aware step (asynchronous schedule); its scheduler records the step's events itself."""
-        return await self.pool.act(agent, new_messages, tools)
+        completion = await self.pool.act(agent, new_messages, tools)
+        if self.watch is not None and completion.error is not None:
+            await self.watch.check([completion.error_class])
+        return completion
 
 
 def _config_columns(task: Task, cfg: RunConfig) -> dict[str, Any]:
@@ -333,6 +341,7 @@ class RunDriver:
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None
+        engine_lost: str | None = None
         # Clearing a previous attempt's files overlaps with starting the components; the
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
@@ -348,6 +357,8 @@ class RunDriver:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error, error_class = "failed", f"{type(exc).__name__}: {exc}", classify_failure(exc)
+            if isinstance(exc, EngineLost):
+                engine_lost = exc.problem or str(exc)
             tb = traceback.format_exc(limit=8)
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
@@ -369,7 +380,8 @@ class RunDriver:
                           cr=run_row.get("cr"), rounds_phase2=run_row.get("rounds_phase2"),
                           te_phase2=run_row.get("te_phase2"), cr_phase2=run_row.get("cr_phase2"),
                           model_calls=run_row.get("model_calls"),
-                          model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir)
+                          model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir,
+                          engine_lost=engine_lost)
 
     # -- components ------------------------------------------------------------------------
     async def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
@@ -474,6 +486,7 @@ class RunDriver:
         # the asynchronous schedule counts its messages' tokens itself (the others' environment does)
         comm_counter = get_counter(cfg.token_counting().spec) if task.schedule == "asynchronous" else None
         submissions: list[Any] = [None] * cfg.agents
+        watch = EngineWatch(cfg.model, cfg.preflight and cfg.backend != "scripted")
         for phase in range(1, n_phases + 1):
             setups = {}
             for i in range(cfg.agents):
@@ -486,7 +499,7 @@ class RunDriver:
             await asyncio.gather(env_port.call("reset"), pool.broadcast(
                 "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
-                               agents=LoggedAgents(pool, log, phase, flush), env=env,
+                               agents=LoggedAgents(pool, log, phase, flush, watch), env=env,
                                on_round=on_round, task=task, instance=instance, record_step=record_step,
                                count_tokens=comm_counter)
             result = await scheduler.run_phase(ctx)
@@ -664,23 +677,17 @@ def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:
             "calls_cache_reported": reported}
 
 
-#: failures that say the endpoint went away, not that the model answered badly
-LOST_CLASSES = frozenset({"connection_refused", "connection_error", "unreachable", "timeout", "backend_error",
-                          "http_5xx"})
-
-
 def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
     """A run whose calls failed as if the endpoint went away, while preflight had found it
-    answering, is re-checked: an endpoint that no longer answers was lost mid-run (an engine
-    killed, a Serve app gone), and the run is interrupted - re-run on resume - never the
-    agents' model failures. Without preflight nothing says it ever answered: the calls stay
-    the model's failures (status degraded or invalid)."""
+    answering, is re-checked at its end (EngineWatch checks between rounds, at most every few
+    seconds): an endpoint that no longer answers was lost mid-run (an engine killed, a Serve
+    app gone), and the run is interrupted - re-run on resume - never the agents' model
+    failures. Without preflight nothing says it ever answered: the calls stay the model's
+    failures (status degraded or invalid)."""
     if not cfg.preflight or cfg.backend == "scripted" or not LOST_CLASSES & set(error_classes):
         return
     from masgrid.platform.engine_alive import endpoint_problem
 
     problem = endpoint_problem(cfg.model)
     if problem is not None:
-        raise EngineLost(f"the model endpoint stopped answering during the run ({problem}); "
-                         f"{sum(error_classes.values())} calls failed: rerun with resume once it is back")
-
+        raise lost(cfg.model, problem, sum(error_classes.values()))

@@ -7,7 +7,9 @@ new hosts). A run the platform interrupted (its driver, a host, the pool that ow
 hosts died; a node was lost) is run again, up to `MAX_ATTEMPTS` times in all; after that it
 is recorded failed with error_class `interrupted`, which a plain resume re-runs. A results
 directory that refuses writes stops the sweep (`ResultsUnwritable`) once the runs in flight
-have ended.
+have ended. So does a model endpoint a run found gone (`EngineLost`, platform/engine_alive.py):
+that run is recorded interrupted and not run again now, no further run against the endpoint
+starts, and runs against other endpoints go on.
 """
 
 from __future__ import annotations
@@ -366,10 +368,15 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
+    lost: dict[str, str] = {}  # endpoint -> what its probe found: start no more runs against it
+    held: list[int] = []  # runs not started because their endpoint was lost
     try:
         while (queue and stopped is None) or in_flight:
             while queue and stopped is None and len(in_flight) < max_concurrent:
                 idx, cfg = queue.pop(0)
+                if lost and _endpoint(cfg) in lost:
+                    held.append(idx)
+                    continue
                 if cfg.results_dir not in recorders:
                     with _storage_errors_unwrapped():
                         recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
@@ -407,7 +414,13 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                                          error_class=classify_failure(exc),
                                          results_dir=cfg.results_dir)
                 summary.attempts = attempts[idx]
-                if summary.error_class == "interrupted" and attempts[idx] < MAX_ATTEMPTS and stopped is None:
+                if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
+                    endpoint = _endpoint(cfg) or "?"
+                    if endpoint not in lost:
+                        log.error("model endpoint %s lost (%s): no more runs against it are started", endpoint,
+                                  summary.engine_lost)
+                    lost.setdefault(endpoint, summary.engine_lost)
+                elif summary.error_class == "interrupted" and attempts[idx] < MAX_ATTEMPTS and stopped is None:
                     log.warning("run %s interrupted (%s); running it again (attempt %d of %d)", cfg.run_id,
                                 (summary.error or "").splitlines()[0], attempts[idx] + 1, MAX_ATTEMPTS)
                     queue.insert(0, (idx, cfg))
@@ -423,6 +436,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 results[idx] = summary
                 if on_done:
                     on_done(cfg, summary)
+        if lost:
+            raise engine_lost_error(lost, cfgs, results, held)
         if stopped is not None:
             done_n = sum(r is not None for r in results)
             raise ResultsUnwritable(stopped.errno or 0, f"{stopped.strerror}; the sweep stopped with {done_n} of "
@@ -432,6 +447,33 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
     return [r for r in results if r is not None]
+
+
+def _endpoint(cfg: RunConfig) -> str | None:
+    """The model endpoint a run calls (engine_alive.endpoint_name); None for scripted agents."""
+    if cfg.backend == "scripted":
+        return None
+    from masgrid.platform.engine_alive import endpoint_name
+
+    try:
+        return endpoint_name(cfg.model)
+    except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
+        return None
+
+
+def engine_lost_error(lost: dict[str, str], cfgs: list[RunConfig], results: list[RunSummary | None],
+                      held: list[int]) -> Exception:
+    """The one line a sweep ends with when model endpoints were lost: which, why, and what a
+    resume will run (the interrupted runs, recorded so, and those never started)."""
+    from masgrid.platform.engine_alive import EngineLost
+
+    interrupted = sum(r is not None and r.engine_lost is not None for r in results)
+    recorded = sum(r is not None for r in results)
+    endpoints = "; ".join(f"{endpoint} ({problem})" for endpoint, problem in lost.items())
+    return EngineLost(f"the model endpoint stopped answering: {endpoints}; {recorded} of {len(cfgs)} run(s) recorded "
+                      f"({interrupted} interrupted), {len(held)} not started: start the endpoint again and run the same "
+                      "command to resume them",
+                      next(iter(lost)), next(iter(lost.values())))
 
 
 def storage_error(exc: BaseException) -> ResultsUnwritable | None:

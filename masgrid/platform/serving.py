@@ -79,6 +79,7 @@ def serve_command(args: list[str]) -> int:
         if parse_serving(settings.serving).kind == "vllm":  # fail before Ray starts
             serve_llm()
             parse_serving(settings.serving).check_weights()
+            parse_serving(settings.serving).check_kv_cache()
         started = False
         if ns.address is None and not os.environ.get("RAY_ADDRESS") and running_head() is None:
             # the app must outlive this command: serve it from a head that `masgrid down` stops

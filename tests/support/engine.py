@@ -101,9 +101,10 @@ def stop_group(process: subprocess.Popen, timeout_s: float = 20.0) -> None:
     process.wait(timeout=10)
 
 
-def start_engine(model_dir: Path, workdir: Path, *extra: str) -> Engine:
-    """Start vLLM's OpenAI server on the tiny model; returns once /v1/models answers."""
-    port = free_port()
+def start_engine(model_dir: Path, workdir: Path, *extra: str, port: int | None = None) -> Engine:
+    """Start vLLM's OpenAI server on the tiny model (on `port`, else a free one); returns
+    once /v1/models answers."""
+    port = port or free_port()
     log = workdir / f"vllm-{port}.log"
     args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),

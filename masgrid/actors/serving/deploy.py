@@ -5,14 +5,19 @@ placement of engine workers, computed without Ray, vLLM or the weights.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
+from contextlib import nullcontext
 from typing import Any
 
 from masgrid.actors import heap
 from masgrid.actors.backends.base import BackendSettings
+from masgrid.actors.serving.engine_start import EngineStartWatch, explain, settled
 from masgrid.actors.serving.spec import ServingError, ServingSpec, ServingUnavailable, parse_serving
 from masgrid.actors.serving.standin import StandinCore, build_app
 
+log = logging.getLogger(__name__)
 STANDIN_DEPLOYMENT = "StandIn"
 VLLM_HINT = ("model.serving.kind=vllm needs vLLM: on the GPU nodes run `pip install 'masgrid[vllm]'` "
              "(ray[llm], which brings vLLM); CPU machines use model=standin")
@@ -88,26 +93,80 @@ def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
 
 
 def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSpec:
-    """Start (or update) the Serve application of a model preset; returns once it is running."""
+    """Start (or update) the Serve application of a model preset; returns once it is running.
+    A vLLM engine that cannot start is one line with its own reason (engine_start.py), the
+    app deleted; too little memory for the KV cache ends the deployment as soon as it says so."""
     from ray import serve
 
     spec = parse_serving(settings.serving)
     if spec.kind == "vllm":
         serve_llm()
         spec.check_weights()  # before anything is scheduled
+        spec.check_kv_cache()
     app = build_application(settings, spec)
     check_http_port(spec, http_host)
     serve.start(http_options={"host": http_host, "port": spec.http_port})
-    try:
-        serve.run(app, name=spec.app, route_prefix=spec.route_prefix, blocking=False)
-    except RuntimeError as exc:  # a replica that cannot start: say why in one line, leave no engine behind
-        reason = deploy_failure(spec.app) or str(exc).splitlines()[-1]
+
+    with (EngineStartWatch(spec.app) if spec.kind == "vllm" else nullcontext()) as watch:
         try:
-            serve.delete(spec.app)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-        raise ServingError(f"model.serving: Serve app {spec.app!r} did not start: {reason}") from None
+            run_app(app, spec, watch)
+        except RuntimeError as exc:  # a replica that cannot start: say why in one line, leave no engine behind
+            cause = watch.cause if watch is not None else None
+            if cause is not None:
+                reason = explain(cause, spec.kv_cache_gib if spec.accelerator == "cpu" else None)
+            else:
+                reason = deploy_failure(spec.app) or str(exc).splitlines()[-1]
+            try:
+                serve.delete(spec.app)  # waits until its replicas, and their engines, are stopped
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            error = EngineRefused(f"model.serving: Serve app {spec.app!r} did not start: {reason}")
+            if watch is not None and watch.seen_at is not None:
+                error.after_s = time.monotonic() - watch.seen_at
+                log.debug("Serve app %s deleted %.1f s after its engine refused to start", spec.app, error.after_s)
+            raise error from None
     return spec
+
+
+def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s: float = 0.5) -> None:
+    """serve.run, waiting here instead of in Serve: the wait also ends (RuntimeError) as soon
+    as the engine has said why it cannot start where a retry cannot help (engine_start.settled),
+    instead of after Serve's next attempt failed the same way."""
+    from ray import serve
+
+    serve.run_many([serve.RunTarget(target=app, name=spec.app, route_prefix=spec.route_prefix)],
+                   wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    while True:
+        status = serve.status().applications.get(spec.app)
+        state = str(status.status).rsplit(".", 1)[-1] if status is not None else "MISSING"
+        if state == "RUNNING":
+            _wait_for_proxies()
+            return
+        if state == "DEPLOY_FAILED":
+            raise RuntimeError(f"Deploying application {spec.app} failed: {status.message}")
+        if state == "MISSING":
+            raise RuntimeError(f"Serve app {spec.app} was deleted while it deployed")
+        if watch is not None and watch.cause is not None and settled(watch.cause):
+            raise RuntimeError(watch.cause)
+        time.sleep(poll_s)
+
+
+def _wait_for_proxies() -> None:
+    """What serve.run does last: wait until the HTTP proxies route to the new app (Serve's
+    client method; a Ray without it goes on, the proxies follow within a second or so)."""
+    try:
+        from ray.serve.context import _get_global_client
+
+        _get_global_client().wait_for_proxies_serving(wait_for_applications_running=True)
+    except (ImportError, AttributeError, TypeError) as exc:
+        log.debug("not waiting for Serve's proxies: %s", exc)
+
+
+class EngineRefused(ServingError):
+    """A deployment whose replicas did not start; `after_s`: seconds from the engine's own
+    report to the app's deletion (None when the engine's output was not seen)."""
+
+    after_s: float | None = None
 
 
 def deploy_failure(app: str) -> str | None:
@@ -171,6 +230,8 @@ def describe(settings: BackendSettings, check_paths: bool = False) -> dict[str, 
     weights_ok = True
     try:
         spec.check_weights(build=False)
+        if check_paths:
+            spec.check_kv_cache()
     except ServingError:
         if check_paths:
             raise

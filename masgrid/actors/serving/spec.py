@@ -11,7 +11,10 @@ Checks made here (each one an error naming the key, raised before Ray starts):
 - tensor x pipeline parallel size x replicas fits the allocation (nodes x GPUs per node);
 - the architecture allows the split: attention heads divisible by TP, at least one layer
   per pipeline stage, max_model_len within the model's position range;
-- the weight shard of one GPU fits in its share of memory (gpu_memory_utilization).
+- the weight shard of one GPU fits in its share of memory (gpu_memory_utilization);
+- on CPU, the KV cache (`kv_cache_gib`) holds one request of `engine.max_model_len`
+  (`check_kv_cache`, from the model's config.json; deploy.py reads the engine's own
+  refusal for what this arithmetic cannot tell).
 """
 
 from __future__ import annotations
@@ -221,6 +224,33 @@ class ServingSpec(_Strict):
         if problem:
             raise ServingError(f"model.serving.model_path: {path}: {problem}")
 
+    def check_kv_cache(self) -> None:
+        """A CPU engine whose KV cache (`kv_cache_gib`) cannot hold one request of
+        `engine.max_model_len` is refused before anything starts: the engine would load the
+        weights first and only then say so. The arithmetic is a lower bound on what vLLM
+        needs (no block rounding), so it refuses nothing the engine would accept; where the
+        model's attention is not the plain kind it skips, and the engine's own check decides."""
+        if self.kind != "vllm" or self.accelerator != "cpu":
+            return
+        import json
+
+        try:
+            config = json.loads((Path(self.model_path or "") / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # check_weights names it
+        need = kv_bytes_per_token(config, self.engine, self.parallelism)
+        if need is None:
+            return
+        per_token, shape = need
+        have = self.kv_cache_gib * 2**30
+        needed = per_token * self.engine.max_model_len
+        if needed > have:
+            raise ServingError(
+                f"model.serving.kv_cache_gib: one request of engine.max_model_len={self.engine.max_model_len:,} tokens "
+                f"needs at least {needed / 2**30:.2f} GiB of KV cache ({shape}), more than kv_cache_gib="
+                f"{self.kv_cache_gib}: raise model.serving.kv_cache_gib or lower model.serving.engine.max_model_len "
+                f"(at most about {have // per_token:,} tokens fit)")
+
     # -- Serve configuration ------------------------------------------------------------------
     def deployment_config(self) -> dict[str, Any]:
         """Ray Serve deployment options (LLMConfig.deployment_config)."""
@@ -337,6 +367,53 @@ def model_dir_problem(path: Path) -> str | None:
     if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")):
         return "no tokenizer (tokenizer.json, tokenizer.model or tokenizer_config.json)"
     return None
+
+
+#: bytes per element of the dtypes a KV cache is kept in (vLLM's names)
+_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "fp8_e4m3": 1,
+                "fp8_e5m2": 1, "fp8_inc": 1, "fp8_ds_mla": 1}
+#: config keys of attention that is not one full K and V per layer and token (MLA, sliding
+#: windows, hybrid linear attention): the KV arithmetic below does not apply
+_OTHER_ATTENTION = ("kv_lora_rank", "full_attention_interval", "layers_block_type", "hybrid_override_pattern",
+                    "attn_type_list", "linear_num_value_heads", "attention_chunk_size")
+
+
+def kv_bytes_per_token(config: dict[str, Any], engine: EngineSpec, par: Parallelism) -> tuple[int, str] | None:
+    """(bytes of KV cache one token needs on the busiest engine rank, how that was computed)
+    from a Hugging Face config.json, or None where the model's attention is not plain
+    full attention. Lower bound: an "auto" dtype counts at most 2 bytes (vLLM serves a
+    float32 checkpoint in 16 bits)."""
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if any(cfg.get(key) for key in _OTHER_ATTENTION) or "hf_overrides" in engine.extra:
+        return None
+    if any(kind != "full_attention" for kind in cfg.get("layer_types") or []):
+        return None
+    if cfg.get("sliding_window") and cfg.get("use_sliding_window", True):
+        return None
+    try:
+        layers = int(cfg["num_hidden_layers"])
+        heads = int(cfg["num_attention_heads"])
+        kv_heads = int(cfg.get("num_key_value_heads") or heads)
+        head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    kv_dtype = engine.extra.get("kv_cache_dtype") or engine.kv_cache_dtype
+    dtype = engine.extra.get("dtype") or engine.dtype
+    if kv_dtype and kv_dtype != "auto":
+        size = _DTYPE_BYTES.get(str(kv_dtype))
+    elif dtype and dtype != "auto":
+        size = _DTYPE_BYTES.get(str(dtype))
+    else:
+        size = min(_DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), 2), 2)
+    if size is None or layers < 1 or head_dim < 1:
+        return None
+    stage_layers = math.ceil(layers / par.pipeline_parallel_size)
+    rank_heads = max(1, kv_heads // par.tensor_parallel_size)
+    per_token = 2 * stage_layers * rank_heads * head_dim * size
+    split = f" per rank at TP {par.tensor_parallel_size} x PP {par.pipeline_parallel_size}" if par.gpus > 1 else ""
+    shape = (f"{stage_layers} layers x {rank_heads} KV heads x {head_dim} dims x {size} bytes x 2 (keys and values) "
+             f"= {per_token:,} bytes per token{split}")
+    return per_token, shape
 
 
 def _ray_knows_accelerator(name: str) -> bool:

@@ -90,6 +90,7 @@ def sweep_command(argv: list[str]) -> int:
     if flags:
         print(f"masgrid cooper sweep: unknown option {flags[0]}\n{USAGE}", file=sys.stderr)
         return 2
+    from masgrid.platform.engine_alive import EngineLost
     from masgrid.platform.preflight import PreflightError
     from masgrid.platform.results_lock import ResultsDirBusy
 
@@ -102,7 +103,7 @@ def sweep_command(argv: list[str]) -> int:
         from masgrid.platform.sweep import run_sweep
 
         result = run_sweep(cfgs, settings)
-    except (ConfigError, CooperDataError, PreflightError, ResultsDirBusy) as exc:
+    except (ConfigError, CooperDataError, PreflightError, ResultsDirBusy, EngineLost) as exc:
         first = str(exc).strip().splitlines()
         print(f"masgrid cooper sweep: {' '.join(line.strip() for line in first)}", file=sys.stderr)
         return 2
