@@ -11,7 +11,7 @@ import json
 import logging
 import time
 import urllib.request
-from typing import Iterable
+from collections.abc import Iterable
 
 from masgrid.actors.backends.base import BackendSettings
 

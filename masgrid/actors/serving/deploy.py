@@ -143,7 +143,7 @@ def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s:
             _wait_for_proxies()
             return
         if state == "DEPLOY_FAILED":
-            raise RuntimeError(f"Deploying application {spec.app} failed: {status.message}")
+            raise RuntimeError(f"Deploying application {spec.app} failed: {status.message if status is not None else ''}")
         if state == "MISSING":
             raise RuntimeError(f"Serve app {spec.app} was deleted while it deployed")
         if watch is not None and watch.cause is not None and settled(watch.cause):
@@ -157,7 +157,7 @@ def _wait_for_proxies() -> None:
     try:
         from ray.serve.context import _get_global_client
 
-        _get_global_client().wait_for_proxies_serving(wait_for_applications_running=True)
+        _get_global_client().wait_for_proxies_serving(wait_for_applications_running=True)  # type: ignore[union-attr]
     except (ImportError, AttributeError, TypeError) as exc:
         log.debug("not waiting for Serve's proxies: %s", exc)
 

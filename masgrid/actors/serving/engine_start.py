@@ -81,8 +81,10 @@ class EngineStartWatch:
             import ray
 
             worker = ray._private.worker.global_worker
-            self._subscriber = ray._raylet.GcsLogSubscriber(worker_id=ray.WorkerID.from_random().binary(),
-                                                            address=worker.gcs_client.address)
+            # private Ray API (the log stream the driver prints from); absent in a future Ray: caught below
+            self._subscriber = ray._raylet.GcsLogSubscriber(  # type: ignore[attr-defined]
+                worker_id=ray.WorkerID.from_random().binary(),
+                address=worker.gcs_client.address)  # type: ignore[attr-defined]
             self._subscriber.subscribe()
         except Exception as exc:  # noqa: BLE001 - a Ray without this API: Serve's own status still tells
             log.debug("cannot read the replicas' output (%s); the deployment's status alone will say why", exc)

@@ -383,7 +383,8 @@ def kv_bytes_per_token(config: dict[str, Any], engine: EngineSpec, par: Parallel
     from a Hugging Face config.json, or None where the model's attention is not plain
     full attention. Lower bound: an "auto" dtype counts at most 2 bytes (vLLM serves a
     float32 checkpoint in 16 bits)."""
-    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else config
     if any(cfg.get(key) for key in _OTHER_ATTENTION) or "hf_overrides" in engine.extra:
         return None
     if any(kind != "full_attention" for kind in cfg.get("layer_types") or []):
