@@ -121,7 +121,9 @@ def test_a_run_page_shows_the_transcript_heatmap_and_timeline_of_the_events(reco
     assert [tuple(m) for m in shown] == _expected_history(events, agent)
     commands = events[(events["agent"] == agent) & (events["kind"] == "command")]
     records = page.locator("#transcript .record[data-kind='command'] pre.command").all_text_contents()
-    assert records == list(commands["text"])
+    # a command with empty text has its record but no text block (site.js); seen once under load
+    assert records == [text for text in commands["text"] if isinstance(text, str) and text]
+    assert page.locator("#transcript .record[data-kind='command']").count() == len(commands)
 
     n = int(_runs(ui_results).set_index("run_id").loc[run_id, "agents"])
     expected = [[0] * n for _ in range(n)]
