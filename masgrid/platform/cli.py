@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve_command(rest)
     if command == "model":
         return _model(rest)
+    if command == "families":
+        return _families(rest)
     family_command = _family_commands().get(command)
     if family_command is not None:
         from masgrid.family import resolve
@@ -66,7 +68,7 @@ def _family_commands() -> dict[str, Any]:
 
 
 #: the commands masgrid itself defines; a family cannot take these names
-CORE_COMMANDS = ("run", "instance", "score", "report", "view", "show", "serve", "model", "up", "down")
+CORE_COMMANDS = ("run", "instance", "score", "report", "view", "show", "serve", "model", "up", "down", "families")
 
 
 USAGE = """usage:
@@ -79,6 +81,7 @@ USAGE = """usage:
   masgrid show RESULTS_DIR RUN_ID [--agent I]  print a run's conversations as the models saw them
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
   masgrid model tiny DIR [--seed S]       build the small random chat model that model=tiny_cpu serves (no GPU, seconds)
+  masgrid families [--json]               the installed benchmark families: tasks, protocols, options, columns, commands
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
 """
@@ -107,6 +110,43 @@ def _model(args: list[str]) -> int:
         print(f"masgrid model: {ns.directory}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _families(args: list[str]) -> int:
+    """What the registry found (docs/families.md): one row per installed family."""
+    from masgrid.envs.tasks import task_names
+    from masgrid.family import families
+
+    parser = argparse.ArgumentParser(prog="masgrid families", description="the installed benchmark families")
+    parser.add_argument("--json", action="store_true", help="one JSON object per family")
+    ns = parser.parse_args(args)
+    names = task_names()
+    rows: list[dict[str, Any]] = []
+    for family in families().values():
+        tasks = [n for n in names if family.claims(n)]
+        rows.append({"name": family.name, "label": family.label, "tasks": tasks,
+                     "task_prefixes": list(family.task_prefixes), "default_protocol": family.default_protocol,
+                     "protocols": list(family.protocols), "options": family.name if family.options else None,
+                     "metrics": list(family.metrics), "commands": list(family.cli),
+                     "folder": str(family.folder) if family.folder else None})
+    if ns.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} benchmark families (entry-point group masgrid.families)")
+    for column in ("family", "tasks", "default protocol", "option block", "columns", "commands"):
+        table.add_column(column)
+    for row in rows:
+        shown = ", ".join(row["tasks"][:4]) + (f", ... ({len(row['tasks'])})" if len(row["tasks"]) > 4 else "")
+        shown = shown or ", ".join(f"{p}..." for p in row["task_prefixes"])
+        table.add_row(f"{row['label']} ({row['name']})", shown, str(row["default_protocol"] or "-"),
+                      f"{row['options']}:" if row["options"] else "-", str(len(row["metrics"])),
+                      ", ".join(row["commands"]) or "-")
+    Console().print(table)
     return 0
 
 

@@ -119,3 +119,13 @@ def test_an_undeclared_metric_fails_the_run_instead_of_vanishing(tmp_path, monke
     summary = masgrid.run(task="relay/sum", agents=2, results_dir=str(tmp_path), execution__executor="local")
     assert summary.status == "failed" and summary.error_class == "task_error"
     assert "relay_forgotten" in (summary.error or "") and "Family.metrics" in (summary.error or "")
+
+
+def test_masgrid_families_lists_every_installed_family(capsys):
+    assert main(["families", "--json"]) == 0
+    rows = {row["name"]: row for row in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert list(rows)[:5] == ["masbench", "silo", "agentsnet", "simas", "cooper"]
+    relay = rows["relay"]
+    assert relay["tasks"] == ["relay/sum"] and relay["default_protocol"] == "broadcast"
+    assert relay["metrics"] == ["relay_total", "relay_mean_error"] and relay["commands"] == ["relay-total"]
+    assert relay["folder"].endswith("masgrid_relay")
