@@ -32,23 +32,27 @@ def _override(key: str, value: Any) -> str:
     return f"{key}={text}"
 
 
+def _argv(overrides: Sequence[str], values: Mapping[str, Any]) -> list[str]:
+    return [*overrides, *(_override(k.replace("__", "."), v) for k, v in values.items())]
+
+
+def _compose_all(argvs: Sequence[Sequence[str]]) -> list[tuple[RunConfig, SweepSettings]]:
+    """Each override line composed as `masgrid run` composes a job, Hydra initialised once."""
+    from hydra import initialize_config_dir
+
+    from masgrid.platform.compose import compose_job
+    from masgrid.platform.sweep import split_job_config
+    from masgrid.resources import conf_dir
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
+        return [split_job_config(compose_job(argv)[0]) for argv in argvs]
+
+
 def compose(*overrides: str, **values: Any) -> tuple[RunConfig, SweepSettings]:
     """A run config as `masgrid run` would compose it: conf/config.yaml, presets (`model=tiny_cpu`)
     and overrides, given as Hydra strings (`"simas.rounds=5"`) or keywords (`agents=5`;
     nested keys with `__`: `simas__rounds=5`). ConfigError (a ValueError) names bad fields."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from masgrid.platform.sweep import split_job_config
-    from masgrid.resources import conf_dir
-
-    argv = [*overrides, *(_override(k.replace("__", "."), v) for k, v in values.items())]
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
-        cfg = hydra_compose(config_name="config", overrides=argv)
-    data = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(data, dict)
-    return split_job_config({str(key): value for key, value in data.items()})
+    return _compose_all([_argv(overrides, values)])[0]
 
 
 def _as_config(config: RunConfig | Mapping[str, Any] | None, overrides: Sequence[str],
@@ -80,8 +84,8 @@ def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
     """Every combination of `axes` (keyword -> values; nested keys with `__`) over the base overrides,
     composed and validated like a `masgrid run -m` grid."""
     names = list(axes)
-    values = [list(v) for v in axes.values()]
-    return [compose(*base, **dict(zip(names, combo)))[0] for combo in itertools.product(*values)]
+    combos = itertools.product(*(list(v) for v in axes.values()))
+    return [cfg for cfg, _ in _compose_all([_argv(base, dict(zip(names, combo))) for combo in combos])]
 
 
 def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int = 4,

@@ -280,21 +280,17 @@ def _compose_once(argv: list[str]) -> dict[str, Any] | None:
     Hydra's own path then reports as usual) returns None."""
     if any(arg.startswith("-") or arg.startswith(("hydra.", "hydra/", "+hydra", "~hydra")) for arg in argv):
         return None
-    from hydra import compose, initialize_config_dir
+    from hydra import initialize_config_dir
     from hydra.types import RunMode
-    from omegaconf import OmegaConf, open_dict
+
+    from masgrid.platform.compose import compose_job
 
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
-            cfg = compose(config_name="config", overrides=argv, return_hydra_config=True)
-        if OmegaConf.select(cfg, "hydra.mode") not in (None, RunMode.RUN):  # a sweep preset's mode: MULTIRUN
-            return None
-        with open_dict(cfg):
-            del cfg["hydra"]
-        data = OmegaConf.to_container(cfg, resolve=True)
+            data, mode = compose_job(argv)
     except Exception:  # noqa: BLE001 - hydra.main composes again and reports the problem its way
         return None
-    return {str(key): value for key, value in data.items()} if isinstance(data, dict) else None
+    return data if mode in (None, RunMode.RUN) else None  # a sweep preset's mode: MULTIRUN
 
 
 def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:

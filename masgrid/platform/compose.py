@@ -36,6 +36,21 @@ _SCALARS = (str, int, float, bool, type(None))
 _ENV_ONLY = re.compile(r"\$\{oc\.env:[^${}]*\}")
 
 
+def compose_job(overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
+    """(job config without its `hydra` node, resolved; the Hydra run mode the overrides ask for)
+    as `masgrid run` composes one job. Call inside `hydra.initialize_config_dir(conf_dir())`:
+    a caller composing many jobs initialises Hydra once."""
+    from hydra import compose
+
+    cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    mode = OmegaConf.select(cfg, "hydra.mode")
+    with open_dict(cfg):
+        del cfg["hydra"]
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    return {str(key): value for key, value in data.items()}, mode
+
+
 @dataclass
 class _Base:
     """One config-group choice, composed by Hydra."""

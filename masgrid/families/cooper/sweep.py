@@ -28,15 +28,9 @@ SETTINGS = ("coop", "solo", "nocomm")
 
 def _compose(overrides: list[str]) -> dict[str, Any]:
     """One job config as `masgrid run` composes it (call inside `initialize_config_dir`)."""
-    from hydra import compose
-    from omegaconf import OmegaConf, open_dict
+    from masgrid.platform.compose import compose_job
 
-    cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
-    with open_dict(cfg):
-        del cfg["hydra"]
-    data = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(data, dict)
-    return {str(key): value for key, value in data.items()}
+    return compose_job(overrides)[0]
 
 
 def subset_configs(subset: str, settings: list[str], overrides: list[str]) -> tuple[list[RunConfig], SweepSettings]:
