@@ -108,10 +108,6 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
        for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
 }
 
-#: every metric column: the core ones, then each installed family's, in family order
-RUN_METRICS: dict[str, tuple[pa.DataType, str]] = {
-    **CORE_METRICS, **{name: (m.arrow_type(), m.meaning) for name, m in family_metrics().items()}}
-
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("run_id", pa.string()),
     ("status", pa.string()),  # ok | degraded | invalid | failed (docs/results.md, "Run status")
@@ -130,6 +126,23 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("hostname", pa.string()),  # host of the run's driver
     ("config_json", pa.string()),
 ]
+
+
+def _run_metrics() -> dict[str, tuple[pa.DataType, str]]:
+    """The core metrics, then each installed family's, in family order. A family column that
+    reuses a core, configuration or status column's name is refused: it would silently take
+    that column's place in every runs file."""
+    from masgrid.family import FamilyError
+
+    taken = {*CORE_METRICS, *(name for name, _ in CONFIG_COLUMNS), *(name for name, _ in RUN_STATUS_COLUMNS)}
+    clashes = sorted(taken & set(family_metrics()))
+    if clashes:
+        raise FamilyError(f"family metric columns reuse masgrid's own column names: {', '.join(clashes)}")
+    return {**CORE_METRICS, **{name: (m.arrow_type(), m.meaning) for name, m in family_metrics().items()}}
+
+
+#: every metric column: the core ones, then each installed family's, in family order
+RUN_METRICS: dict[str, tuple[pa.DataType, str]] = _run_metrics()
 
 
 def runs_schema() -> pa.Schema:
