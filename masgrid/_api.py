@@ -115,7 +115,9 @@ class Results:
 
     `runs` holds the runs the tables use (the validity rule: status ok or degraded, newest
     prompts per grid point, unless `include_invalid`), `note` says in one sentence what was left
-    out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`."""
+    out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`.
+    `damaged`: every file set aside so far (quarantine/log.jsonl, this load's and earlier ones,
+    e.g. a resume's), one line each, as the report index lists them."""
 
     runs: pd.DataFrame
     agents: pd.DataFrame
@@ -144,7 +146,7 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
 
     return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
                    note=exclusion_note(every) if not every.empty else "no runs recorded",
-                   damaged=describe(loaded.damaged))
+                   damaged=describe(loaded.quarantined))
 
 
 def report(results_dir: str | Path, out: str | Path | None = None, include_invalid: bool = False,

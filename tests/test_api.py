@@ -69,6 +69,13 @@ def test_the_validity_filter_is_applied_and_stated(tmp_path):
     assert sorted(res.runs["run_id"]) == ["r0", "r2"] and len(res.all_runs) == 3
     assert "invalid" in res.note and res.note.startswith("2 of 3 runs used")
     assert sorted(masgrid.load_results(tmp_path, include_invalid=True).runs["run_id"]) == ["r0", "r1", "r2"]
+    assert res.damaged == []
+    # a damaged file is set aside by the load that finds it and still listed by every later one
+    broken = tmp_path / "agents" / "task=max" / "protocol=kv"
+    broken.mkdir(parents=True)
+    (broken / "part-r0.parquet").write_bytes(b"PAR1 not a parquet file")
+    first, later = masgrid.load_results(tmp_path).damaged, masgrid.load_results(tmp_path).damaged
+    assert len(first) == 1 and "part-r0.parquet" in first[0] and later == first
 
 
 def test_bad_configuration_is_one_error_before_ray():
