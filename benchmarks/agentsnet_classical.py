@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.families.agentsnet.analysis import TASKS, figure_scaling, table_by_size
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.simulate import run_scripted
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.simulate import run_scripted
 
 

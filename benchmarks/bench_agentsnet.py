@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.simulate import run_scripted
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import ensure_ray, run_local, run_one
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import ensure_ray, run_local, run_one
 
 
 def rss_mb(with_children: bool) -> float:

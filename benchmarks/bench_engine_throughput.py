@@ -35,9 +35,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from masgrid.actors.serving.tiny_model import build_tiny_model  # noqa: E402
-from masgrid.platform.config import RunConfig  # noqa: E402
-from masgrid.platform.launch import ensure_ray, run_many  # noqa: E402
+from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
+from masgrid._private.platform.config import RunConfig  # noqa: E402
+from masgrid._private.platform.launch import ensure_ray, run_many  # noqa: E402
 from tests.support.engine import start_engine  # noqa: E402
 
 BENCH = """

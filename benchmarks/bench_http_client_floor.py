@@ -65,7 +65,7 @@ async def with_streams(port: int, calls: int, in_flight: int) -> float:
 
 async def with_lean(port: int, calls: int, in_flight: int) -> float:
     """masgrid's own client (`model.http_client=lean`), without the backend around it."""
-    from masgrid.actors.backends.lean_http import LeanSession
+    from masgrid._private.actors.backends.lean_http import LeanSession
 
     session = LeanSession(f"http://127.0.0.1:{port}/v1", 1024, 4.0)
     head = session.request_head("/v1/chat/completions", {"Authorization": "Bearer EMPTY",

@@ -39,10 +39,10 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
-from masgrid.actors.backends import Completion
-from masgrid.actors.environment import OutcomeRecord
-from masgrid.platform.driver import EVENT_FLUSH_ROUNDS, RunLog
-from masgrid.platform.recorder import Recorder
+from masgrid._private.actors.backends import Completion
+from masgrid._private.actors.environment import OutcomeRecord
+from masgrid._private.platform.driver import EVENT_FLUSH_ROUNDS, RunLog
+from masgrid._private.platform.recorder import Recorder
 
 from figures_header import emit, machine_line  # benchmarks/ (run as a script)
 

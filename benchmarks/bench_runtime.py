@@ -23,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import ensure_ray, run_local, run_one
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import ensure_ray, run_local, run_one
 
 
 def ray_rss_mb() -> float:

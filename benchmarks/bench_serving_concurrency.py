@@ -46,8 +46,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import ensure_ray, run_many
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import ensure_ray, run_many
 
 SETTINGS = (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20))
 RATIOS = ("ideal/wall", "ideal/rounds", "ideal/rounds per run (median)")
@@ -57,11 +57,11 @@ BREAKDOWN = ("measured/wall", "start spread_s", "send spread_s", "call extra_s",
 def _serve(port: int, latency: float) -> None:
     import uvicorn
 
-    from masgrid.actors.serving.spec import StandinSpec
-    from masgrid.actors.serving.standin import StandinCore, build_app
+    from masgrid._private.actors.serving.spec import StandinSpec
+    from masgrid._private.actors.serving.standin import StandinCore, build_app
 
     app = build_app(StandinCore(StandinSpec(per_token_latency_s=latency)))
-    gc.freeze()  # as the Serve replica does (masgrid/actors/heap.py): no full collections mid-batch
+    gc.freeze()  # as the Serve replica does (masgrid/_private/actors/heap.py): no full collections mid-batch
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", limit_concurrency=10_000, backlog=4096,
                 timeout_keep_alive=90)
 

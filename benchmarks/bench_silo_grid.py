@@ -40,8 +40,8 @@ def main() -> None:
         return
 
     from masgrid.families.silo.catalog import SILO_SPECS
-    from masgrid.platform.config import RunConfig
-    from masgrid.platform.launch import ensure_ray, run_many
+    from masgrid._private.platform.config import RunConfig
+    from masgrid._private.platform.launch import ensure_ray, run_many
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -66,7 +66,7 @@ def main() -> None:
 
 
 def summarise(out: Path) -> None:
-    from masgrid.analysis.load import load_results
+    from masgrid._private.analysis.load import load_results
 
     res = load_results(out)
     runs = res.runs

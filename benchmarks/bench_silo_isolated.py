@@ -22,10 +22,10 @@ import json
 import statistics
 from pathlib import Path
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo.isolated import FLOOR_SCALES, FLOOR_SEEDS, floor_cell
 from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "tasks" / "silo-isolated.md"
 TABLE6 = {"min": 45, "mean": 312.4, "max": 1856}

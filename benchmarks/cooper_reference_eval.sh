@@ -1,7 +1,7 @@
 #!/bin/bash
 # The released CooperBench evaluator's merge-and-test steps, re-done by us in plain shell so
 # masgrid's evaluator can be compared with them pair by pair (benchmarks/cooper_validate_release.py).
-# Written from reading the release's eval/sandbox.py; shares no code with masgrid/envs/tasks/cooper.
+# Written from reading the release's eval/sandbox.py; shares no code with masgrid/_private/envs/tasks/cooper.
 #
 # Steps as the release takes them: agent1 and agent2 branches from the base (git apply, falling
 # back to --3way); check out agent2 and merge agent1 (naive); on conflict, abort, append

@@ -24,13 +24,13 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "run": "masgrid._api", "sweep": "masgrid._api", "grid": "masgrid._api", "compose": "masgrid._api",
     "load_results": "masgrid._api", "report": "masgrid._api", "Results": "masgrid._api",
-    "RunConfig": "masgrid.platform.config", "ConfigError": "masgrid.platform.config",
-    "RunSummary": "masgrid.platform.driver", "SweepResult": "masgrid.platform.sweep",
+    "RunConfig": "masgrid._private.platform.config", "ConfigError": "masgrid._private.platform.config",
+    "RunSummary": "masgrid._private.platform.driver", "SweepResult": "masgrid._private.platform.sweep",
     "Family": "masgrid.family", "Metric": "masgrid.family", "CliCommand": "masgrid.family",
     "families": "masgrid.family",
-    "Task": "masgrid.envs.tasks.base", "Instance": "masgrid.envs.tasks.base", "Score": "masgrid.envs.tasks.base",
-    "get_task": "masgrid.envs.tasks", "task_names": "masgrid.envs.tasks",
-    "PreflightError": "masgrid.platform.preflight",
+    "Task": "masgrid._private.envs.tasks.base", "Instance": "masgrid._private.envs.tasks.base", "Score": "masgrid._private.envs.tasks.base",
+    "get_task": "masgrid._private.envs.tasks", "task_names": "masgrid._private.envs.tasks",
+    "PreflightError": "masgrid._private.platform.preflight",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -51,10 +51,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from masgrid._api import Results as Results, compose as compose, grid as grid, load_results as load_results, report as report, run as run, sweep as sweep
-    from masgrid.envs.tasks import get_task as get_task, task_names as task_names
-    from masgrid.envs.tasks.base import Instance as Instance, Score as Score, Task as Task
+    from masgrid._private.envs.tasks import get_task as get_task, task_names as task_names
+    from masgrid._private.envs.tasks.base import Instance as Instance, Score as Score, Task as Task
     from masgrid.family import CliCommand as CliCommand, Family as Family, Metric as Metric, families as families
-    from masgrid.platform.config import ConfigError as ConfigError, RunConfig as RunConfig
-    from masgrid.platform.driver import RunSummary as RunSummary
-    from masgrid.platform.preflight import PreflightError as PreflightError
-    from masgrid.platform.sweep import SweepResult as SweepResult
+    from masgrid._private.platform.config import ConfigError as ConfigError, RunConfig as RunConfig
+    from masgrid._private.platform.driver import RunSummary as RunSummary
+    from masgrid._private.platform.preflight import PreflightError as PreflightError
+    from masgrid._private.platform.sweep import SweepResult as SweepResult

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.driver import RunSummary
-from masgrid.platform.sweep import SweepResult, SweepSettings
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.driver import RunSummary
+from masgrid._private.platform.sweep import SweepResult, SweepSettings
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +40,9 @@ def _compose_all(argvs: Sequence[Sequence[str]]) -> list[tuple[RunConfig, SweepS
     """Each override line composed as `masgrid run` composes a job, Hydra initialised once."""
     from hydra import initialize_config_dir
 
-    from masgrid.platform.compose import compose_job
-    from masgrid.platform.sweep import split_job_config
-    from masgrid.resources import conf_dir
+    from masgrid._private.platform.compose import compose_job
+    from masgrid._private.platform.sweep import split_job_config
+    from masgrid._private.resources import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
         return [split_job_config(compose_job(argv)[0]) for argv in argvs]
@@ -71,8 +71,8 @@ def run(config: RunConfig | Mapping[str, Any] | None = None, *overrides: str, pr
     `masgrid.run(task="simas/mmlu", simas__subject="college_physics", agents=3)`, or a RunConfig.
     The endpoint check (preflight) runs first, as on the command line; its PreflightError says
     what is wrong before any actor starts."""
-    from masgrid.platform.launch import run_one
-    from masgrid.platform.preflight import preflight as check
+    from masgrid._private.platform.launch import run_one
+    from masgrid._private.platform.preflight import preflight as check
 
     cfg = _as_config(config, overrides, values)
     if preflight:
@@ -96,7 +96,7 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
 
     `configs`: RunConfigs, or axes `{"agents": [2, 4], "seed": range(3)}` expanded over `base`
     overrides. Returns the counts (`.ok`, `.failed`, `.failures`, ...); the rows are on disk."""
-    from masgrid.platform.sweep import collapse_error, collapsed_keys, run_sweep
+    from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep
 
     cfgs = grid(base, **configs) if isinstance(configs, Mapping) else list(configs)
     if not cfgs:
@@ -132,9 +132,9 @@ class Results:
 
 def load_results(results_dir: str | Path, include_invalid: bool = False) -> Results:
     """Load runs, agents and events with the validity filter applied and stated (`note`)."""
-    from masgrid.analysis.integrity import describe
-    from masgrid.analysis.load import load_results as load
-    from masgrid.analysis.usable_runs import exclusion_note, include_invalid as with_invalid, usable
+    from masgrid._private.analysis.integrity import describe
+    from masgrid._private.analysis.load import load_results as load
+    from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid as with_invalid, usable
 
     loaded = load(results_dir)
     every = with_invalid(loaded.runs) if include_invalid else loaded.runs
@@ -153,11 +153,11 @@ def report(results_dir: str | Path, out: str | Path | None = None, include_inval
            condition: str = "base", site: bool = True) -> Path:
     """Write the report (index, each family's tables and figures) and, with `site`, the HTML
     site; return the report's index (README.md). ValueError when nothing is recorded."""
-    from masgrid.analysis.report import build_report
+    from masgrid._private.analysis.report import build_report
 
     files = build_report(results_dir, out, include_invalid, condition)
     if site:
-        from masgrid.site.build import build_site
+        from masgrid._private.site.build import build_site
 
         build_site(results_dir, files[0].parent / "site")
     return files[0]

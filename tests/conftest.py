@@ -23,7 +23,7 @@ def ray_session():
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """The tiny random chat model (masgrid model tiny), built once per session."""
-    from masgrid.actors.serving.tiny_model import build_tiny_model
+    from masgrid._private.actors.serving.tiny_model import build_tiny_model
 
     path = tmp_path_factory.mktemp("tiny-model")
     build_tiny_model(path)

@@ -30,7 +30,7 @@ def _family_words() -> re.Pattern[str]:
 ORDINARY = {"max", "local", "judge"}
 #: where core code names a family on purpose, with why
 ALLOWED = {
-    ("masgrid/platform/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
+    ("masgrid/_private/platform/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
 }
 
 

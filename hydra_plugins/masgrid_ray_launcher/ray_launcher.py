@@ -6,9 +6,9 @@ function (here: a driver that itself starts actors), has no bound on concurrent 
 than CPU reservations, composes configs one by one while submitting, and knows nothing of
 results already recorded. masgrid's unit of work is a driver actor (`launch.run_many`),
 so this launcher only composes: every job config is built and validated first (all
-errors reported, nothing started; `masgrid.platform.compose` composes once per config-group
+errors reported, nothing started; `masgrid._private.platform.compose` composes once per config-group
 choice, not once per job), a grid whose jobs would collapse into one run is refused, then
-`masgrid.platform.sweep.run_sweep` skips recorded runs and keeps at most
+`masgrid._private.platform.sweep.run_sweep` skips recorded runs and keeps at most
 `sweep.max_concurrent` drivers in flight.
 """
 
@@ -99,14 +99,14 @@ class MasgridRayLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from masgrid.platform.compose import JobComposer
-        from masgrid.actors.serving.spec import ServingError, ServingUnavailable
-        from masgrid.platform.config import ConfigError
-        from masgrid.platform.engine_alive import EngineLost
-        from masgrid.platform.preflight import PreflightError, check_results_dir
-        from masgrid.platform.storage import ResultsUnwritable
-        from masgrid.platform.results_lock import ResultsDirBusy
-        from masgrid.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
+        from masgrid._private.platform.compose import JobComposer
+        from masgrid._private.actors.serving.spec import ServingError, ServingUnavailable
+        from masgrid._private.platform.config import ConfigError
+        from masgrid._private.platform.engine_alive import EngineLost
+        from masgrid._private.platform.preflight import PreflightError, check_results_dir
+        from masgrid._private.platform.storage import ResultsUnwritable
+        from masgrid._private.platform.results_lock import ResultsDirBusy
+        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
                                             report_config_errors, run_sweep, split_job_config, take_config_dump)
 
         assert self.hydra_context is not None and self.config is not None
@@ -166,7 +166,7 @@ class MasgridRayLauncher(Launcher):
     def _save_sweep_config(self) -> None:
         """hydra.sweep.dir/multirun.yaml, as Hydra's BasicSweeper writes it, but only for a
         sweep that is about to run: it holds its results_dir and passed preflight."""
-        from masgrid.platform.storage import storage_errors
+        from masgrid._private.platform.storage import storage_errors
 
         assert self.config is not None
         sweep_dir = Path(str(self.config.hydra.sweep.dir))

@@ -10,10 +10,10 @@ import threading
 
 import pytest
 
-from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
-from masgrid.actors.backends import BackendSettings
-from masgrid.envs.tasks import get_task
-from masgrid.envs.tool_calls import ToolSpecError
+from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
+from masgrid._private.actors.backends import BackendSettings
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.envs.tool_calls import ToolSpecError
 from tests.support.chat_server import ChatServer, Reply, tool_call
 from tests.support.tool_specs import TOOLS, block
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
-from masgrid.actors.backends import BackendSettings
-from masgrid.envs.tasks import get_task
+from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
+from masgrid._private.actors.backends import BackendSettings
+from masgrid._private.envs.tasks import get_task
 from tests.support.chat_server import ChatServer, Reply
 
 

@@ -3,7 +3,7 @@ import weakref
 
 import ray
 
-from masgrid.actors import heap
+from masgrid._private.actors import heap
 
 
 class Cycle:

@@ -8,11 +8,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from masgrid.analysis.transcript import calls as rebuilt_calls
-from masgrid.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
-from masgrid.envs.tasks import get_task
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_one
+from masgrid._private.analysis.transcript import calls as rebuilt_calls
+from masgrid._private.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 SEED = 7

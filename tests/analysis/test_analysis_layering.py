@@ -1,17 +1,17 @@
-"""masgrid.analysis reads Parquet only: it never imports masgrid.platform or masgrid.actors."""
+"""masgrid._private.analysis reads Parquet only: it never imports masgrid._private.platform or masgrid._private.actors."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import masgrid.analysis
+import masgrid._private.analysis
 
-FORBIDDEN = ("masgrid.platform", "masgrid.actors")
+FORBIDDEN = ("masgrid._private.platform", "masgrid._private.actors")
 
 
 def test_analysis_imports_neither_platform_nor_actors():
-    root = Path(masgrid.analysis.__file__).parent
+    root = Path(masgrid._private.analysis.__file__).parent
     offenders = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

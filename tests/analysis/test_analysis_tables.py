@@ -2,7 +2,7 @@
 
 The dataset is written by the real recorder (Hive-partitioned Parquet); expected values come
 from plain Python loops over the rows, never from pandas groupby, so a wrong groupby, scale,
-filter or orientation in masgrid.analysis fails these tests.
+filter or orientation in masgrid._private.analysis fails these tests.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from masgrid.analysis import load_results
+from masgrid._private.analysis import load_results
 from masgrid.families.masbench.tables import table1, table2, table3, table6, table7, table8, table9, table10
-from masgrid.analysis.stats import welch_tests
-from masgrid.platform.recorder import SCHEMAS, Recorder, partition_dir, write_table_atomic
+from masgrid._private.analysis.stats import welch_tests
+from masgrid._private.platform.recorder import SCHEMAS, Recorder, partition_dir, write_table_atomic
 
 MODELS = ("model-a", "model-b")
 PROTOCOLS = ("broadcast", "p2p", "kv")
@@ -253,7 +253,7 @@ def test_welch_pairs_and_degenerate_cells():
 
 def test_masgrid_report_writes_every_table_and_figure(dataset, tmp_path, capsys):
     from masgrid.families.masbench.report import TABLES
-    from masgrid.platform.cli import main
+    from masgrid._private.platform.cli import main
 
     root, ok = dataset
     out = tmp_path / "report"

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from masgrid.analysis.compare import compare
-from masgrid.platform.cli import main
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
+from masgrid._private.analysis.compare import compare
+from masgrid._private.platform.cli import main
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:

@@ -10,7 +10,7 @@ import random
 import pandas as pd
 import pytest
 
-from masgrid.analysis.stats import holm, welch_tests
+from masgrid._private.analysis.stats import holm, welch_tests
 
 
 def _textbook(p: list[float]) -> list[float]:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.integrity import QUARANTINE
-from masgrid.analysis.report import build_report
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.platform.sweep import plan_sweep
+from masgrid._private.analysis.integrity import QUARANTINE
+from masgrid._private.analysis.report import build_report
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.sweep import plan_sweep
 
 
 def configs(root) -> list[RunConfig]:
@@ -79,8 +79,8 @@ def test_a_report_alone_quarantines_and_lists_damage(tmp_path):
 
 
 def test_masgrid_report_lists_what_it_set_aside_in_its_index_and_site(tmp_path, capsys):
-    from masgrid.platform.cli import main
-    from masgrid.site.jsdata import read_data
+    from masgrid._private.platform.cli import main
+    from masgrid._private.site.jsdata import read_data
 
     root = tmp_path / "results"
     cfgs = configs(root)
@@ -104,7 +104,7 @@ def test_masgrid_report_lists_what_it_set_aside_in_its_index_and_site(tmp_path, 
 
 
 def test_an_unparsable_log_line_does_not_hide_the_others(tmp_path, caplog):
-    from masgrid.analysis.integrity import read_log
+    from masgrid._private.analysis.integrity import read_log
 
     log = tmp_path / QUARANTINE / "log.jsonl"
     log.parent.mkdir()
@@ -115,7 +115,7 @@ def test_an_unparsable_log_line_does_not_hide_the_others(tmp_path, caplog):
 
 
 def test_damaged_data_pages_behind_a_readable_footer_are_set_aside_too(tmp_path):
-    from masgrid.analysis.load import load_results
+    from masgrid._private.analysis.load import load_results
 
     root = tmp_path / "results"
     cfgs = configs(root)

@@ -16,12 +16,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.analysis import load_results
+from masgrid._private.analysis import load_results
 from masgrid.families.masbench.tables import table1
 from masgrid.families.masbench.tables import table6, table7
 from masgrid.families.masbench.phases import by_phase, missing_phase_columns, phase_table
 from masgrid.families.masbench.cost import table4
-from masgrid.analysis.report import build_report
+from masgrid._private.analysis.report import build_report
 from tests.support.two_phase import Plan, run_grid
 
 CONDITIONS = ("base", "abl_message", "abl_submit", "camoc")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from masgrid.analysis.report import build_report
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
+from masgrid._private.analysis.report import build_report
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
 
 
 def _run(root, **fields) -> None:

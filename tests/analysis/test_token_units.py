@@ -6,10 +6,10 @@ import random
 
 import pandas as pd
 
-from masgrid.analysis.report import build_report
-from masgrid.analysis.token_units import approximate_token_note
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
+from masgrid._private.analysis.report import build_report
+from masgrid._private.analysis.token_units import approximate_token_note
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
 from tests.support.bpe import train_bpe
 
 

@@ -8,10 +8,10 @@ import random
 
 import pandas as pd
 
-from masgrid.actors.backends.base import Completion
-from masgrid.analysis.transcript import calls
-from masgrid.envs.tool_calls import ToolCall, with_calls
-from masgrid.platform.driver import _history_calls
+from masgrid._private.actors.backends.base import Completion
+from masgrid._private.analysis.transcript import calls
+from masgrid._private.envs.tool_calls import ToolCall, with_calls
+from masgrid._private.platform.driver import _history_calls
 
 
 def events_of(rows: list[dict]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-from masgrid.envs.harness import parse_fenced, split_command
+from masgrid._private.envs.harness import parse_fenced, split_command
 
 
 def test_every_block_in_textual_order_with_language_tags_discarded():

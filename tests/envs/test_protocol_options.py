@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid.envs.protocols import ProtocolOptions, make_protocol
-from masgrid.envs.protocols.base import Protocol
+from masgrid._private.envs.protocols import ProtocolOptions, make_protocol
+from masgrid._private.envs.protocols.base import Protocol
 
 SILO = ProtocolOptions.strict_rounds()
 
@@ -120,8 +120,8 @@ def test_options_are_validated() -> None:
 
 
 def test_environment_uses_the_task_options() -> None:
-    from masgrid.actors.environment import EnvironmentHost
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.actors.environment import EnvironmentHost
+    from masgrid._private.envs.tasks import get_task
 
     masbench = EnvironmentHost("p2p", get_task("sorting").generate(3, 2, "random", 0))
     assert masbench.protocol.options == ProtocolOptions() and masbench.notice is None

@@ -6,8 +6,8 @@ import sys
 import pytest
 from cachetools import LRUCache
 
-from masgrid.envs import tokens
-from masgrid.envs.tokens import CounterChoice, approx_tokens, check_spec, get_counter, resolve_counter, tokenizer_file
+from masgrid._private.envs import tokens
+from masgrid._private.envs.tokens import CounterChoice, approx_tokens, check_spec, get_counter, resolve_counter, tokenizer_file
 from tests.support.bpe import SYMBOL_RUNS, WORDS, train_bpe
 
 

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from masgrid.envs.tool_calls import (ToolCall, ToolSpecError, checked_call, parse_blocks, render_block, tool_names,
+from masgrid._private.envs.tool_calls import (ToolCall, ToolSpecError, checked_call, parse_blocks, render_block, tool_names,
                                      with_calls)
 
 OFFERED = ["view", "bash", "str_replace", "finish"]

@@ -15,11 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.analysis.load import read_table
-from masgrid.analysis.transcript import calls
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_one
-from masgrid.platform.records import EVENT_KINDS
+from masgrid._private.analysis.load import read_table
+from masgrid._private.analysis.transcript import calls
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.records import EVENT_KINDS
 from tests.support.chat_server import ChatServer, Reply
 
 

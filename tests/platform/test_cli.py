@@ -8,7 +8,7 @@ import pytest
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], capture_output=True, text=True,
                           timeout=120)
 
 
@@ -102,7 +102,7 @@ def test_an_invalid_job_is_refused_before_anything_is_written(tmp_path):
 
 
 def test_a_sweep_refused_as_busy_leaves_the_holders_sweep_record_alone(tmp_path):
-    from masgrid.platform.results_lock import ResultsLock
+    from masgrid._private.platform.results_lock import ResultsLock
 
     record = tmp_path / ".multirun" / "multirun.yaml"
     record.parent.mkdir()
@@ -143,7 +143,7 @@ def test_plain_sweep_with_m_last_runs_without_the_token_auth_warning(tmp_path):
     import pyarrow.dataset as ds
 
     env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
-    out = subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "run", "agents=1,2", "k=1",
+    out = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", "agents=1,2", "k=1",
                           f"results_dir={tmp_path}", "sweep.progress=plain", "-m"],
                          capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr

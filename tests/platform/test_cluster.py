@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.platform import cluster
+from masgrid._private.platform import cluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def test_running_head_reads_rays_temp_dir(ray_tmp, monkeypatch):
 # -- one-line errors ----------------------------------------------------------------------------------
 
 def masgrid(env: dict[str, str], *args: str, timeout: float = 300, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,10 +1,10 @@
-"""Fast sweep composition equals Hydra's full per-job composition (masgrid.platform.compose)."""
+"""Fast sweep composition equals Hydra's full per-job composition (masgrid._private.platform.compose)."""
 
 from __future__ import annotations
 
 import pytest
 
-from masgrid.platform.compose import multirun_jobs
+from masgrid._private.platform.compose import multirun_jobs
 
 
 def _sample(jobs: list[list[str]], n: int) -> list[list[str]]:

@@ -1,7 +1,7 @@
 import pytest
 
-from masgrid.platform.cli import main
-from masgrid.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.cli import main
+from masgrid._private.platform.config import ConfigError, RunConfig
 
 
 @pytest.mark.parametrize("overrides,field", [
@@ -43,7 +43,7 @@ def test_cli_rejects_bad_config_before_ray_starts():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "run", "agents=0", "protocol=semaphore"],
+    out = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", "agents=0", "protocol=semaphore"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert "invalid configuration" in out.stderr and "agents:" in out.stderr and "protocol:" in out.stderr

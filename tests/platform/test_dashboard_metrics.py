@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid.platform.dashboard_metrics import RunProgress
+from masgrid._private.platform.dashboard_metrics import RunProgress
 
 
 def test_disabled_outside_ray_records_nothing() -> None:
@@ -29,7 +29,7 @@ def test_metric_names_and_tags_match_the_docs(ray_session) -> None:
     import re
     from pathlib import Path
 
-    from masgrid.platform import dashboard_metrics
+    from masgrid._private.platform import dashboard_metrics
 
     progress = RunProgress("r3", "sorting", "kv", enabled=True, experiment="pilot")
     progress.round(1, 1)

@@ -14,7 +14,7 @@ import time
 import pandas as pd
 import pytest
 
-from masgrid.platform.cli import main
+from masgrid._private.platform.cli import main
 from tests.support.engine import engine_missing, start_engine
 
 pytestmark = pytest.mark.slow

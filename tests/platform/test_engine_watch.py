@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from masgrid.actors.backends.base import BackendSettings
-from masgrid.platform import engine_alive
-from masgrid.platform.engine_alive import EngineLost, EngineWatch, endpoint_name
+from masgrid._private.actors.backends.base import BackendSettings
+from masgrid._private.platform import engine_alive
+from masgrid._private.platform.engine_alive import EngineLost, EngineWatch, endpoint_name
 
 URL = "http://127.0.0.1:9/v1"
 

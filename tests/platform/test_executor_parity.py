@@ -23,9 +23,9 @@ import pytest
 
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_one
-from masgrid.platform.recorder import partition_dir
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.recorder import partition_dir
 from tests.support.chat_server import ChatServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,15 +143,15 @@ def test_registries_answer_in_a_fresh_process() -> None:
     """A process that imported nothing of the families still resolves every name, and an
     unknown name is a KeyError that lists the known ones."""
     code = """
-from masgrid.envs.protocols import PROTOCOLS, get_protocol
+from masgrid._private.envs.protocols import PROTOCOLS, get_protocol
 validator = get_protocol("groupchat").reply_validator
 assert validator is not None and PROTOCOLS.get("groupchat") is not None
 assert get_protocol("workspace").name == "workspace"
-from masgrid.platform.schedulers.base import get_scheduler
+from masgrid._private.platform.schedulers.base import get_scheduler
 assert get_scheduler("sequential").name == "sequential"
-from masgrid.actors.backends import _FACTORIES
+from masgrid._private.actors.backends import _FACTORIES
 assert _FACTORIES["serve"] is not None
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 assert get_task("simas/ekar").name == "simas/ekar"
 for lookup in (get_protocol, get_scheduler, get_task, _FACTORIES.__getitem__):
     try:
@@ -167,11 +167,11 @@ print("ok")
 
 
 def test_every_provider_registers_its_names() -> None:
-    from masgrid.actors.backends import _FACTORIES
-    from masgrid.envs.protocols import PROTOCOLS
-    from masgrid.envs.tasks import task_names
+    from masgrid._private.actors.backends import _FACTORIES
+    from masgrid._private.envs.protocols import PROTOCOLS
+    from masgrid._private.envs.tasks import task_names
     from masgrid.family import families
-    from masgrid.platform.schedulers.base import SCHEDULERS
+    from masgrid._private.platform.schedulers.base import SCHEDULERS
 
     for registry in (PROTOCOLS, SCHEDULERS, _FACTORIES):
         assert set(registry.providers) == set(registry.names()), registry.kind

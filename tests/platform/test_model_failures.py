@@ -13,10 +13,10 @@ import threading
 import pandas as pd
 import pytest
 
-from masgrid.analysis.report import build_report
-from masgrid.envs.tasks import get_task
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_many
+from masgrid._private.analysis.report import build_report
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_many
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 SEED = 5

@@ -16,10 +16,10 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from masgrid.envs.tasks.base import Score
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local, run_one
-from masgrid.platform.phase_metrics import PhaseUsage, phase_columns
+from masgrid._private.envs.tasks.base import Score
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local, run_one
+from masgrid._private.platform.phase_metrics import PhaseUsage, phase_columns
 from tests.support.chat_server import ChatServer
 from tests.support.two_phase import Plan, Turn, random_plan
 

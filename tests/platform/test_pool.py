@@ -2,7 +2,7 @@
 
 import asyncio
 
-from masgrid.platform.pool import DriverHosts, HostPool
+from masgrid._private.platform.pool import DriverHosts, HostPool
 
 
 def test_driver_keeps_last_runs_hosts_and_returns_the_rest(ray_session):

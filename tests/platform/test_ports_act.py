@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
-from masgrid.actors.backends import BackendSettings
-from masgrid.envs.tasks import get_task
-from masgrid.platform.ports import AgentPoolClient, Port
+from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
+from masgrid._private.actors.backends import BackendSettings
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.ports import AgentPoolClient, Port
 from tests.support.chat_server import ChatServer, Reply, tool_call
 from tests.support.tool_specs import TOOLS
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.preflight import PreflightError, check_results_dir, preflight
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.preflight import PreflightError, check_results_dir, preflight
 from tests.support.chat_server import ChatServer, Reply
 
 
@@ -83,7 +83,7 @@ def test_results_dir_must_be_writable(tmp_path):
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "masgrid.platform.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], capture_output=True, text=True,
                           timeout=timeout)
 
 

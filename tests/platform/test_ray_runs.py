@@ -2,8 +2,8 @@
 packing of agents into actors, and no actor left behind."""
 
 import pandas as pd
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local, run_many, run_one
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local, run_many, run_one
 
 
 def config(tmp_path, sub, **kw):
@@ -45,7 +45,7 @@ def test_concurrent_runs_on_ray(tmp_path, ray_session):
 
 
 def test_pooled_hosts_are_reused_and_give_identical_results(tmp_path, ray_session):
-    from masgrid.platform.launch import host_pool
+    from masgrid._private.platform.launch import host_pool
 
     cfgs = [config(tmp_path, "pool", protocol=p, agents=4, k=3, seed=s, execution={"reuse_actors": True})
             for s in range(2) for p in ("broadcast", "kv")]

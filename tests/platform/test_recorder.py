@@ -8,9 +8,9 @@ from datetime import datetime, UTC
 import pandas as pd
 import pyarrow.dataset as ds
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.platform.recorder import Recorder
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.recorder import Recorder
 
 PART = {"task": "silo/I-01", "protocol": "kv"}  # a value with '/' must survive the path encoding
 
@@ -43,7 +43,7 @@ def test_rerun_of_same_run_replaces_instead_of_duplicating(tmp_path):
 def test_writer_killed_mid_write_leaves_a_readable_dataset(tmp_path):
     script = textwrap.dedent(f"""
         from datetime import datetime, timezone
-        from masgrid.platform.recorder import Recorder
+        from masgrid._private.platform.recorder import Recorder
         rec = Recorder({str(tmp_path)!r})
         big = "x" * 20000
         chunk = 0

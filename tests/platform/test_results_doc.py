@@ -1,11 +1,11 @@
-"""docs/results.md documents exactly the schema in masgrid/platform/records.py."""
+"""docs/results.md documents exactly the schema in masgrid/_private/platform/records.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from masgrid.platform import schema_doc
-from masgrid.platform.records import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
+from masgrid._private.platform import schema_doc
+from masgrid._private.platform.records import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
                                       runs_schema)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
 def test_results_doc_is_generated_from_the_schema():
     doc = DOC.read_text(encoding="utf-8")
-    assert schema_doc.render(doc) == doc, "run `python -m masgrid.platform.schema_doc` to update docs/results.md"
+    assert schema_doc.render(doc) == doc, "run `python -m masgrid._private.platform.schema_doc` to update docs/results.md"
 
 
 def test_every_metric_column_has_meaning_and_unit_in_the_doc():

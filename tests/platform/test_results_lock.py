@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.platform import results_lock
-from masgrid.platform.results_lock import LOCK_NAME, ResultsDirBusy, ResultsLock
+from masgrid._private.platform import results_lock
+from masgrid._private.platform.results_lock import LOCK_NAME, ResultsDirBusy, ResultsLock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_two_sweeps_racing_on_one_results_dir_run_each_point_once(tmp_path, ray_
     env = dict(os.environ, RAY_ADDRESS=address, RAY_AUTH_MODE="disabled")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     results = tmp_path / "results"
-    cmd = [sys.executable, "-m", "masgrid.platform.cli", "run", "-m", "agents=1,2,3", "k=1", "seed=0,1",
+    cmd = [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", "agents=1,2,3", "k=1", "seed=0,1",
            f"results_dir={results}", "sweep.progress=plain", "execution.actor_start_timeout_s=300"]
     procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]

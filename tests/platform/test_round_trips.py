@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_one
-from masgrid.platform.ports import PortTrace, trace_ports
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.ports import PortTrace, trace_ports
 from tests.support.chat_server import ChatServer, Reply
 
 REPLY = "```\nwrite_file shared/notes.txt\nvalues so far: 1 2 3\n```\n```\nread_file shared/notes.txt\n```"
@@ -61,7 +61,7 @@ def test_round_trips_and_bytes_per_round_do_not_grow_with_the_history(tmp_path):
 def test_a_run_generates_its_instance_once(tmp_path, monkeypatch):
     """Set-up inside the run is paid per run: the driver renders its prompt check from the
     instance it runs, instead of generating the instance a second time (a count, not a time)."""
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.envs.tasks import get_task
 
     cfg = RunConfig.from_mapping({"task": "agentsnet/consensus", "protocol": "local", "agents": 12, "graph": "ws",
                                   "seed": 3, "results_dir": str(tmp_path), "execution": {"executor": "local"}})

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.analysis.usable_runs import exclusion_note, include_invalid, usable
-from masgrid.platform.config import ValiditySettings
-from masgrid.platform.provenance import code_provenance, git_commit
-from masgrid.platform.run_outcome import judge
+from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid, usable
+from masgrid._private.platform.config import ValiditySettings
+from masgrid._private.platform.provenance import code_provenance, git_commit
+from masgrid._private.platform.run_outcome import judge
 
 CLASSES = ["connection_refused", "timeout", "http_4xx", "http_5xx", "malformed_response"]
 
@@ -73,9 +73,9 @@ def test_older_prompt_versions_of_a_point_are_superseded_by_the_newest():
 def test_failures_are_classed_by_whose_fault_they_were():
     import ray.exceptions as rex
 
-    from masgrid.platform.driver import PromptMismatch
-    from masgrid.platform.ports import RoundTimeout
-    from masgrid.platform.run_outcome import classify_failure
+    from masgrid._private.platform.driver import PromptMismatch
+    from masgrid._private.platform.ports import RoundTimeout
+    from masgrid._private.platform.run_outcome import classify_failure
 
     assert classify_failure(rex.ActorDiedError()) == "interrupted"
     assert classify_failure(rex.WorkerCrashedError()) == "interrupted"

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from masgrid.platform.recorder import SCHEMAS
-from masgrid.platform.sanitize import to_table
+from masgrid._private.platform.recorder import SCHEMAS
+from masgrid._private.platform.sanitize import to_table
 
 SCHEMA = SCHEMAS["events"]
 ALPHABET = "abc xyz 0123456789 \n\t{}[]\"'\\ é ü 漢字 🙂 \x00"

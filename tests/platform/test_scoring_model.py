@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from masgrid.actors.backends import BackendSettings, ClientCache, make_backend
-from masgrid.envs.tasks.base import ScoringCallFailed, ScoringModel
-from masgrid.envs.tokens import get_counter
-from masgrid.platform.scoring_model import run_with_ask, scoring_settings
+from masgrid._private.actors.backends import BackendSettings, ClientCache, make_backend
+from masgrid._private.envs.tasks.base import ScoringCallFailed, ScoringModel
+from masgrid._private.envs.tokens import get_counter
+from masgrid._private.platform.scoring_model import run_with_ask, scoring_settings
 from tests.support.chat_server import ChatServer, Reply, words
 
 RUN_MODEL = BackendSettings(name="agents-model", base_url="http://127.0.0.1:9/v1", temperature=0.7,

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from masgrid.families.masbench.generator import MODES
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
 
 SIZES = [(1, 1), (3, 5), (10, 10), (20, 10)]
 

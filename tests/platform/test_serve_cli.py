@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from masgrid.platform.cli import main
+from masgrid._private.platform.cli import main
 
 
 def test_dry_run_prints_deployment_and_placement(capsys) -> None:
@@ -37,7 +37,7 @@ def test_errors_are_one_clear_message(capsys, args: list[str], needle: str) -> N
 
 
 def test_run_config_rejects_bad_serving_block() -> None:
-    from masgrid.platform.config import ConfigError, RunConfig
+    from masgrid._private.platform.config import ConfigError, RunConfig
 
     with pytest.raises(ConfigError, match="model.serving.route"):
         RunConfig.from_mapping({"backend": "serve", "model": {"name": "x", "serving": {"route": "carrier-pigeon"}}})

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from masgrid.analysis.transcript import turns
-from masgrid.platform.cli import main
-from masgrid.platform.show import ShowError, load_run_events, render_rich
+from masgrid._private.analysis.transcript import turns
+from masgrid._private.platform.cli import main
+from masgrid._private.platform.show import ShowError, load_run_events, render_rich
 from tests.platform.test_audit_trail import run, sorting_script
 from tests.support.chat_server import agent_and_turn
 
@@ -60,7 +60,7 @@ def test_rich_rendering_keeps_brackets(recorded) -> None:
 def test_bad_input_is_one_line_and_exit_2(recorded, args: list[str]) -> None:
     tmp, run_id, _ = recorded
     argv = [a.format(tmp=tmp, run=run_id) for a in args]
-    done = subprocess.run([sys.executable, "-m", "masgrid.platform.cli", "show", *argv], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "show", *argv], capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("masgrid show: ") and done.stderr.count("\n") == 1, done.stderr
 

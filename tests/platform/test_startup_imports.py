@@ -17,8 +17,8 @@ HEAVY = ("pandas", "networkx", "numpy", "scipy", "pyarrow", "fastapi", "starlett
 
 SCRIPT = """
 import json, sys
-from masgrid.platform import cli, cluster, launch, preflight, summary, warm
-from masgrid.platform.sweep import split_job_config
+from masgrid._private.platform import cli, cluster, launch, preflight, summary, warm
+from masgrid._private.platform.sweep import split_job_config
 cfg, _ = split_job_config(cli._compose_once(%r))  # what _execute_run does before Ray starts
 cfg.render_prompt_hash()
 print(json.dumps(sorted(m for m in %r if m in sys.modules)))

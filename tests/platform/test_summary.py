@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 from rich.console import Console
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.platform.summary import print_summary
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.summary import print_summary
 
 
 def _printed(tmp_path, condition: str) -> tuple[str, pd.Series]:

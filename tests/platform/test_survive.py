@@ -21,9 +21,9 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.recorder import ResultsUnwritable
-from masgrid.platform.sweep import SweepResult, SweepSettings, run_sweep
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.recorder import ResultsUnwritable
+from masgrid._private.platform.sweep import SweepResult, SweepSettings, run_sweep
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "masgrid"
@@ -102,7 +102,7 @@ def _kill_mid_sweep(tmp_path: Path, ray: Any, find: Callable[[], Any]) -> None:
 
 
 def test_sweep_survives_its_recorder_being_killed(tmp_path, ray_session):
-    from masgrid.platform.launch import recorder_actor
+    from masgrid._private.platform.launch import recorder_actor
 
     # the sweep's own handle (same job, same results_dir)
     _kill_mid_sweep(tmp_path, ray_session, lambda: recorder_actor(str(tmp_path)))
@@ -116,7 +116,7 @@ def test_sweep_survives_its_host_pool_being_killed(tmp_path, ray_session):
 def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
     ray = ray_session
     cfgs = _grid(tmp_path, seeds=2, reuse=False, agents=4)  # each run has its own driver `run:<run_id>`
-    from masgrid.platform import launch
+    from masgrid._private.platform import launch
 
     summaries: dict[str, Any] = {}
     original = launch.run_many

@@ -1,6 +1,6 @@
 """End to end: a Hydra multirun on Ray, SIGKILLed midway, resumed, reported.
 
-The sweep runs as a real subprocess (`python -m masgrid.platform.cli run -m ...`) that joins
+The sweep runs as a real subprocess (`python -m masgrid._private.platform.cli run -m ...`) that joins
 the test session's Ray instance through RAY_ADDRESS, as a job submitted to a long-lived
 cluster does (and starting a Ray node per subprocess is slow on a loaded 2-core box). Its
 agents call a loopback chat server that answers each call after a pause, so a run lasts
@@ -33,7 +33,7 @@ GRID = {"protocol": ("broadcast", "p2p", "kv"), "agents": (1, 2), "seed": (0,)}
 
 
 def _command(results_dir: Path, base_url: str, warm: bool) -> list[str]:
-    return [sys.executable, "-m", "masgrid.platform.cli", "run", "-m",
+    return [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m",
             *(f"{k}={','.join(map(str, v))}" for k, v in GRID.items()), "k=1", "max_rounds=3",
             "backend=openai", "model=local_vllm", "model.name=test", f"model.base_url={base_url}",
             "model.max_retries=0", "preflight=false", f"execution.keep_warm={str(warm).lower()}",
@@ -124,7 +124,7 @@ def _kill_resume_report(tmp_path: Path, ray_session, command: Callable[[Path], l
     assert third.returncode == 0 and f"{n_grid} already complete" in third.stdout
     assert "Connecting to existing Ray cluster" not in third.stdout + third.stderr
 
-    from masgrid.platform.cli import main
+    from masgrid._private.platform.cli import main
 
     assert main(["report", str(results)]) == 0
     assert (results / "report" / "masbench" / "figure2.png").is_file() and (results / "report" / "masbench" / "table2.csv").is_file()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.platform.config import ConfigError, RunConfig
-from masgrid.platform.recorder import Recorder
-from masgrid.platform.sweep import SweepSettings, plan_sweep, split_job_config
+from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.sweep import SweepSettings, plan_sweep, split_job_config
 
 
 def _grid(results_dir: Path) -> list[RunConfig]:
@@ -80,7 +80,7 @@ def test_split_job_config_strips_sweep_node_and_reports_both_layers():
 
 
 def test_invalid_grid_is_rejected_before_anything_runs(tmp_path, capsys):
-    from masgrid.platform.cli import main
+    from masgrid._private.platform.cli import main
 
     rc = main(["run", "-m", "protocol=broadcast,nope", "agents=1,2", f"results_dir={tmp_path}",
                "sweep.progress=off"])
@@ -127,7 +127,7 @@ def test_sweep_presets_compose_and_validate(tmp_path: Path):
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from masgrid.resources import conf_dir
+    from masgrid._private.resources import conf_dir
 
     presets = sorted(p.stem for p in (conf_dir() / "sweep").glob("*.yaml"))
     assert "masbench" in presets and "simas" in presets
@@ -167,7 +167,7 @@ def test_progress_plain_lines_and_rich_bar(capsys):
 
     from rich.console import Console
 
-    from masgrid.platform.progress import SweepProgress
+    from masgrid._private.platform.progress import SweepProgress
 
     plain = SweepProgress(5, "plain", log_every_s=3600)
     plain.start()
@@ -188,7 +188,7 @@ def test_progress_plain_lines_and_rich_bar(capsys):
 
 
 def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
-    from masgrid.platform.progress import SweepProgress
+    from masgrid._private.platform.progress import SweepProgress
 
     now = [0.0]
     progress = SweepProgress(10, "plain", clock=lambda: now[0])

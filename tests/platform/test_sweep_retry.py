@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from masgrid.platform.cli import main
-from masgrid.platform.recorder import Recorder
+from masgrid._private.platform.cli import main
+from masgrid._private.platform.recorder import Recorder
 
 
 @pytest.mark.slow

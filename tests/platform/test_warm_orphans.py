@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.platform.recorder import OrphanedRun, Recorder
+from masgrid._private.platform.recorder import OrphanedRun, Recorder
 from tests.support.chat_server import ChatServer, Reply
 from tests.support.kill import kill_when
 
@@ -59,7 +59,7 @@ class SlowModel:
 
 
 def command(base_url: str, results: Path) -> list[str]:
-    return [sys.executable, "-m", "masgrid.platform.cli", "run", "backend=openai", "model=local_vllm",
+    return [sys.executable, "-m", "masgrid._private.platform.cli", "run", "backend=openai", "model=local_vllm",
             "model.name=test", f"model.base_url={base_url}", "model.max_retries=0", "preflight=false",
             "agents=2", "k=2", f"results_dir={results}", "execution.actor_start_timeout_s=300"]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from masgrid.site.build import build_site
-from masgrid.site.serve import make_server
+from masgrid._private.site.build import build_site
+from masgrid._private.site.serve import make_server
 from tests.support.ui_results import build_results
 
 CHROMIUM = "/usr/bin/chromium"

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from masgrid.site.jsdata import plain, read_data, write_data
+from masgrid._private.site.jsdata import plain, read_data, write_data
 
 ALPHABET = ["a", "\n", "\"", "'", "\\", "</script>", "<!--", "\u2028", "\u2029", "é", "😀", "\x00", "${x}", "`"]
 

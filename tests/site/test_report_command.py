@@ -3,10 +3,10 @@ folder, and the site listing the run and linking the reports."""
 
 from __future__ import annotations
 
-from masgrid.platform.cli import main
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.site.jsdata import read_data
+from masgrid._private.platform.cli import main
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.site.jsdata import read_data
 
 
 def test_silo_only_results_get_the_silo_report_and_the_site(tmp_path, capsys):

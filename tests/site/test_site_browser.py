@@ -262,9 +262,9 @@ def test_the_site_opens_from_disk_without_a_server(recorded, site, ui_results):
 def test_the_index_lists_damaged_files_set_aside(recorded, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from masgrid.platform.config import RunConfig
-    from masgrid.platform.launch import run_local
-    from masgrid.site.build import build_site
+    from masgrid._private.platform.config import RunConfig
+    from masgrid._private.platform.launch import run_local
+    from masgrid._private.site.build import build_site
 
     root = tmp_path / "results"
     cfgs = [RunConfig.from_mapping(dict(task="sorting", agents=n, k=2, results_dir=str(root),

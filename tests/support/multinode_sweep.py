@@ -62,9 +62,9 @@ def _sweep(out: Path, results: Path) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from masgrid.platform.config import RunConfig
-    from masgrid.platform.launch import ensure_ray
-    from masgrid.platform.sweep import SweepSettings, run_sweep
+    from masgrid._private.platform.config import RunConfig
+    from masgrid._private.platform.launch import ensure_ray
+    from masgrid._private.platform.sweep import SweepSettings, run_sweep
     from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
     def script(request: dict) -> Reply:  # a slow model: each run takes a few seconds

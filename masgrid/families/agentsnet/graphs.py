@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # imported where graphs are built: `masgrid run` of another t
     import networkx as nx
     import numpy as np
 
-from masgrid.resources import conf_cached, read_text
+from masgrid._private.resources import conf_cached, read_text
 
 GRAPH_MODELS: dict[str, str] = {"ws": "small-world (Watts-Strogatz)", "ba": "scale-free (Barabasi-Albert)",
                                 "dt": "geometric (Delaunay triangulation)"}

@@ -32,10 +32,10 @@ from collections.abc import Callable
 
 import yaml
 
-from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
-from masgrid.envs.protocols import register_protocol
-from masgrid.envs.protocols.base import Protocol
-from masgrid.resources import conf_cached, read_text
+from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
+from masgrid._private.envs.protocols import register_protocol
+from masgrid._private.envs.protocols.base import Protocol
+from masgrid._private.resources import conf_cached, read_text
 
 FINAL_MARKER = "### Final Answer ###"
 EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"

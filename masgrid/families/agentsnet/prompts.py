@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from masgrid.envs.tasks.base import AgentView
-from masgrid.resources import conf_cached, read_text
+from masgrid._private.envs.tasks.base import AgentView
+from masgrid._private.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/agentsnet"
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from masgrid.analysis.usable_runs import usable
+from masgrid._private.analysis.usable_runs import usable
 
 SETTINGS = ("solo", "coop", "nocomm")
 #: the merge stages in the order the evaluator tries them (appendix H); `failed`: no stage merged

@@ -26,13 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from masgrid.actors.backends.base import BackendSettings
-from masgrid.actors.backends.clients import ClientCache
-from masgrid.actors.backends.openai_chat import http_backend
+from masgrid._private.actors.backends.base import BackendSettings
+from masgrid._private.actors.backends.clients import ClientCache
+from masgrid._private.actors.backends.openai_chat import http_backend
 from masgrid.families.cooper import comm_judge as cj
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 from masgrid.families.simas.judge import judge_parser, judge_settings
-from masgrid.platform.recorder import write_table_atomic
+from masgrid._private.platform.recorder import write_table_atomic
 
 OUT = "cooper_judgments"
 COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -72,7 +72,7 @@ class JudgeSummary(BaseModel):
 
 async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: int = 4) -> JudgeSummary:
     from masgrid.families.cooper.analysis import cooper_runs
-    from masgrid.analysis.load import load_results
+    from masgrid._private.analysis.load import load_results
 
     loaded = load_results(results_dir)
     runs = cooper_runs(loaded.runs)

@@ -36,8 +36,8 @@ from pydantic import BaseModel
 
 from masgrid.families.cooper.combine import blocks_of, combine, replacements
 
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.tasks.base import AgentView
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.tasks.base import AgentView
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _COMMENT = {".py": "#", ".sh": "#", ".rb": "#", ".toml": "#", ".yaml": "#", ".yml": "#", ".cfg": "#", ".txt": "#"}
@@ -234,7 +234,7 @@ class GoldPatchPolicy(ScriptedPolicy):
 
     def act(self, observations: list[str]) -> Any:  # ToolReply
         """One tool call a step; after `finish`, a reply without calls (the loop has ended by then)."""
-        from masgrid.envs.tool_calls import ToolCall, ToolReply
+        from masgrid._private.envs.tool_calls import ToolCall, ToolReply
 
         call = self.next_call(observations)
         if call is None:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from masgrid.envs.tasks.base import Instance
+from masgrid._private.envs.tasks.base import Instance
 from masgrid.families.cooper.prompts import EXECUTE_PHASE, PLAN_PHASE
 
 #: tools the scheduler itself handles (messages, the end of an agent's phase)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from masgrid.envs.protocols import register_protocol
-from masgrid.envs.protocols.base import Protocol
+from masgrid._private.envs.protocols import register_protocol
+from masgrid._private.envs.protocols.base import Protocol
 from masgrid.families.cooper import prompts
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from masgrid.analysis.stats import holm, welch
+from masgrid._private.analysis.stats import holm, welch
 from masgrid.families.masbench.tables import for_task, with_success
 
 METRICS = ("SR%", "SR% sd", "success%", "success% sd", "runs", "p_vs_base", "p_vs_base_holm")

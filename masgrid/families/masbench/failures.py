@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from masgrid.families.silo.failures import information_at_submission
-from masgrid.analysis.usable_runs import usable
+from masgrid._private.analysis.usable_runs import usable
 
 MODES = ("boundary_mismatch", "premature_submission", "stale_kv_read", "value_hallucination",
          "convention_misalignment")

@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # files only; no display on clusters and CI
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from masgrid.analysis.dispersion import mean_se
+from masgrid._private.analysis.dispersion import mean_se
 from masgrid.families.masbench.tables import completed, for_task
 
 #: Okabe & Ito (2008), colour-blind-safe qualitative palette

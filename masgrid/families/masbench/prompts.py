@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import yaml
 
-from masgrid.envs.protocols.base import format_answer
-from masgrid.envs.tasks.base import AgentView
-from masgrid.resources import conf_cached, read_text
+from masgrid._private.envs.protocols.base import format_answer
+from masgrid._private.envs.tasks.base import AgentView
+from masgrid._private.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/masbench"
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from masgrid.analysis import stats
-from masgrid.analysis.load import load_results
-from masgrid.analysis.markdown import to_markdown, write_table
-from masgrid.analysis.token_units import approximate_token_note
-from masgrid.analysis.usable_runs import exclusion_note, include_invalid
+from masgrid._private.analysis import stats
+from masgrid._private.analysis.load import load_results
+from masgrid._private.analysis.markdown import to_markdown, write_table
+from masgrid._private.analysis.token_units import approximate_token_note
+from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid
 from masgrid.families.masbench import ablation as masbench_ablation
 from masgrid.families.masbench import cost as masbench_cost
 from masgrid.families.masbench import failures as masbench_failures

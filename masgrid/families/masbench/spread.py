@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from masgrid.analysis.dispersion import mean_se
+from masgrid._private.analysis.dispersion import mean_se
 from masgrid.families.masbench.phases import DEFAULT
 from masgrid.families.masbench.tables import METRICS, for_task
 

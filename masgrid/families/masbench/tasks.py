@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from masgrid.envs.policies import GatherThenSubmit, ScriptedPolicy
-from masgrid.envs.protocols.base import format_answer
-from masgrid.envs.tasks import register_task
-from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
+from masgrid._private.envs.policies import GatherThenSubmit, ScriptedPolicy
+from masgrid._private.envs.protocols.base import format_answer
+from masgrid._private.envs.tasks import register_task
+from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.masbench.answers import parse_int_list
 from masgrid.families.masbench.generator import MODES, init_sort_task, inversion_rate
 from masgrid.families.masbench.prompts import CONDITIONS, build_prompt

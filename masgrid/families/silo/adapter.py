@@ -26,9 +26,9 @@ import random
 import re
 from typing import Any, ClassVar
 
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.protocols.base import ProtocolOptions
-from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.protocols.base import ProtocolOptions
+from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.silo import prompts
 from masgrid.families.silo.isolated import isolated_score
 from masgrid.families.silo.spec import SiloData, SiloSpec

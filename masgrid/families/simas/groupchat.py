@@ -25,9 +25,9 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 
-from masgrid.envs.harness import MSG_MODEL_ERROR, CommandOutcome
-from masgrid.envs.protocols import register_protocol
-from masgrid.envs.protocols.base import Protocol
+from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
+from masgrid._private.envs.protocols import register_protocol
+from masgrid._private.envs.protocols.base import Protocol
 from masgrid.families.simas import prompts
 from masgrid.families.simas.confidence import parse_confidence
 from masgrid.families.simas.profiles import ProfileFormatError, parse_profiles, pool_profiles

@@ -23,15 +23,15 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from masgrid.actors.backends.base import BackendSettings, ChatBackend, Completion
-from masgrid.actors.backends.clients import ClientCache
-from masgrid.actors.backends.openai_chat import http_backend
+from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion
+from masgrid._private.actors.backends.clients import ClientCache
+from masgrid._private.actors.backends.openai_chat import http_backend
 from masgrid.families.simas import judging
 from masgrid.families.simas.datasets import Question
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 from masgrid.families.simas.judge_pairs import Pair, find_pairs, pair_id, question_of
 from masgrid.families.simas.judge_records import OrderResult, is_done, rows_for, write_part
-from masgrid.resources import conf_dir
+from masgrid._private.resources import conf_dir
 
 def judge_settings(preset: str | None, overrides: list[str]) -> BackendSettings:
     """The judge's endpoint: a conf/model preset, then `key=value` overrides (any BackendSettings field)."""

@@ -29,8 +29,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.tasks.base import AgentView
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.tasks.base import AgentView
 from masgrid.families.simas.datasets import load_questions
 
 _STATED = re.compile(r"^\[(\w+)\]: .*?My answer: (\S+?)\.?$", re.MULTILINE)

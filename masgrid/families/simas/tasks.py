@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.tasks import register_task
-from masgrid.envs.tasks.base import AgentView, Instance, Score, Task
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.tasks import register_task
+from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.simas import prompts
 from masgrid.families.simas.answers import parse_choice, parse_integer
 from masgrid.families.simas.datasets import PAPER_SUBJECTS, Question, load_questions, sample_questions

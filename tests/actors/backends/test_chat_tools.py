@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.actors.backends.chat_tools import FencedTools, fenced_result
-from masgrid.envs.tokens import approx_tokens
+from masgrid._private.actors.backends import BackendSettings, ClientCache
+from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid._private.actors.backends.chat_tools import FencedTools, fenced_result
+from masgrid._private.envs.tokens import approx_tokens
 from tests.support.chat_server import ChatServer, Reply, tool_call
 from tests.support.tool_specs import TOOLS, block
 

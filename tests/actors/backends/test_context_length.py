@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from masgrid.actors.backends.errors import error_reply, http_failure
+from masgrid._private.actors.backends.errors import error_reply, http_failure
 
 VLLM_PROMPT = ("This model's maximum context length is 4096 tokens. However, your prompt contains at least 4097 "
                "input tokens, which exceeds this limit even without any output tokens. Please reduce the length of "

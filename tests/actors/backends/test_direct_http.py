@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.retry import MAX_BACKOFF_S, backoff_s
-from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.envs.tokens import approx_tokens
+from masgrid._private.actors.backends import BackendSettings, ClientCache
+from masgrid._private.actors.backends.retry import MAX_BACKOFF_S, backoff_s
+from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid._private.envs.tokens import approx_tokens
 from tests.support.chat_server import ChatServer, Reply
 
 MESSAGES = [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "go"}]

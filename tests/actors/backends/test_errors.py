@@ -13,10 +13,10 @@ import socket
 
 import pytest
 
-from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.errors import RETRYABLE_4XX, classify_exception, http_failure, server_message
-from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.envs.tokens import approx_tokens
+from masgrid._private.actors.backends import BackendSettings, ClientCache
+from masgrid._private.actors.backends.errors import RETRYABLE_4XX, classify_exception, http_failure, server_message
+from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid._private.envs.tokens import approx_tokens
 from tests.support.chat_server import ChatServer, Reply
 
 CLIENTS = ("aiohttp", "httpx", "direct")
@@ -123,7 +123,7 @@ def test_server_message_reads_the_common_error_shapes(body, message):
 def test_usage_is_used_only_when_it_is_a_count_on_random_payloads():
     """Server usage is taken when both fields are whole numbers in [0, 1e8]; otherwise the
     reply is kept and its tokens counted here (usage_source invalid), never a failed call."""
-    from masgrid.actors.backends.openai_chat import MAX_USAGE_TOKENS, completion_from_reply
+    from masgrid._private.actors.backends.openai_chat import MAX_USAGE_TOKENS, completion_from_reply
 
     rng = random.Random(5)
     candidates = [0, 1, 17, MAX_USAGE_TOKENS, MAX_USAGE_TOKENS + 1, -1, 1e20, 3.0, 2.5, "12", None, True, [],

@@ -10,10 +10,10 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.lean_http import LeanSession
-from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.envs.tokens import approx_tokens
+from masgrid._private.actors.backends import BackendSettings, ClientCache
+from masgrid._private.actors.backends.lean_http import LeanSession
+from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid._private.envs.tokens import approx_tokens
 from tests.support.raw_http_server import RawHttpServer, RawReply, chat_reply, closed_port
 
 MESSAGES = [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "go"}]

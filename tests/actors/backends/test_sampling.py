@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from masgrid.actors.backends.sampling import PARAMETERS, PaperSampling
-from masgrid.platform.config import RunConfig
-from masgrid.platform.serving import compose_model
+from masgrid._private.actors.backends.sampling import PARAMETERS, PaperSampling
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.serving import compose_model
 
 ROOT = Path(__file__).resolve().parents[3]
 PRESETS = sorted((ROOT / "conf" / "model").glob("*.yaml"))

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.records import RUN_METRICS
-from masgrid.resources import conf_dir
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.records import RUN_METRICS
+from masgrid._private.resources import conf_dir
 
 #: metrics that must not depend on how the model was reached (wall time aside; where the
 #: token counts came from: the scripted backend counts them itself, a server reports usage)
@@ -22,7 +22,7 @@ def compose_run(overrides: list[str]) -> RunConfig:
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
-    from masgrid.platform.sweep import split_job_config
+    from masgrid._private.platform.sweep import split_job_config
 
     run_cfg, _ = split_job_config(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     return run_cfg

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.actors.serving.engine_start import EngineStartWatch, explain, settled
-from masgrid.actors.serving.spec import ServingError, parse_serving
-from masgrid.platform.serving import compose_model
+from masgrid._private.actors.serving.engine_start import EngineStartWatch, explain, settled
+from masgrid._private.actors.serving.spec import ServingError, parse_serving
+from masgrid._private.platform.serving import compose_model
 from tests.support.engine import engine_missing
 
 #: vLLM 0.32's words (the CPU build), as the replica's stderr carries them
@@ -149,9 +149,9 @@ def test_real_engine_refusing_its_kv_cache_is_one_line_within_seconds(case, tmp_
         pytest.skip(engine_missing())
     from ray import serve
 
-    from masgrid.actors.serving.deploy import EngineRefused, deploy
-    from masgrid.actors.serving.spec import ServingSpec
-    from masgrid.actors.serving.tiny_model import TinySpec, build_tiny_model
+    from masgrid._private.actors.serving.deploy import EngineRefused, deploy
+    from masgrid._private.actors.serving.spec import ServingSpec
+    from masgrid._private.actors.serving.tiny_model import TinySpec, build_tiny_model
 
     if case == "max_model_len":
         model = tmp_path / "tiny-long"

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import ray
 
-from masgrid.platform.config import RunConfig
-from masgrid.platform.launch import driver_actor, recorder_actor, run_many
-from masgrid.platform.serving import ensure_served
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.launch import driver_actor, recorder_actor, run_many
+from masgrid._private.platform.serving import ensure_served
 from tests.actors.serving.conftest import compose_run, metrics_of
 
 pytestmark = pytest.mark.slow

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from masgrid.actors.backends.scripted import ScriptedBackend
-from masgrid.actors.serving.standin import AgentTag, StandinCore, StandinError, replay_reply
-from masgrid.actors.environment import EnvironmentHost
-from masgrid.envs.tasks import get_task
-from masgrid.envs.tokens import approx_tokens
+from masgrid._private.actors.backends.scripted import ScriptedBackend
+from masgrid._private.actors.serving.standin import AgentTag, StandinCore, StandinError, replay_reply
+from masgrid._private.actors.environment import EnvironmentHost
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.envs.tokens import approx_tokens
 
 
 @pytest.mark.parametrize("protocol", ["broadcast", "p2p", "kv"])

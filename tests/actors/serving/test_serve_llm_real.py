@@ -9,9 +9,9 @@ import subprocess
 import pandas as pd
 import pytest
 
-from masgrid.actors.serving.spec import parse_serving
-from masgrid.platform.serving import compose_model
-from masgrid.resources import conf_dir
+from masgrid._private.actors.serving.spec import parse_serving
+from masgrid._private.platform.serving import compose_model
+from masgrid._private.resources import conf_dir
 from tests.support.engine import engine_missing
 
 VLLM_PRESETS = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml")
@@ -51,7 +51,7 @@ def tp2_app(tiny_model, serve_port):
         pytest.skip(engine_missing())
     from ray import serve
 
-    from masgrid.actors.serving.deploy import deploy
+    from masgrid._private.actors.serving.deploy import deploy
 
     settings = compose_model(["model=tiny_cpu", "model.serving.layout=tp2", "model.serving.router=prefix_aware",
                               "model.serving.app=tiny-tp2", "model.serving.route_prefix=/tiny-tp2",
@@ -67,9 +67,9 @@ def tp2_app(tiny_model, serve_port):
 def test_tp2_behind_the_prefix_router_through_handle_route_and_openai(tp2_app, tmp_path, tiny_model):
     from ray import serve
 
-    from masgrid.platform.config import RunConfig
-    from masgrid.platform.launch import run_many
-    from masgrid.platform.preflight import preflight
+    from masgrid._private.platform.config import RunConfig
+    from masgrid._private.platform.launch import run_many
+    from masgrid._private.platform.preflight import preflight
 
     settings, spec = tp2_app
     status = serve.status().applications[spec.app]
@@ -104,7 +104,7 @@ def assert_prompt_tokens_are_the_templates(calls, events, tiny_model) -> None:
     history the events rebuild (computed here with transformers, not by masgrid)."""
     from transformers import AutoTokenizer
 
-    from masgrid.analysis.transcript import calls as rebuilt_calls
+    from masgrid._private.analysis.transcript import calls as rebuilt_calls
 
     tok = AutoTokenizer.from_pretrained(str(tiny_model))
     recorded = dict(zip(events["seq"].astype(int), events["tokens_in"].astype(int)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from masgrid.platform.launch import run_many
+from masgrid._private.platform.launch import run_many
 from tests.actors.serving.conftest import compose_run, metrics_of
 
 pytestmark = pytest.mark.slow

@@ -14,18 +14,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from masgrid.actors.backends import BackendSettings, ClientCache
-from masgrid.actors.backends.openai_chat import http_backend
-from masgrid.actors.backends.scripted import ScriptedBackend
-from masgrid.actors.backends.chat_tools import FencedTools, assistant_turn
-from masgrid.actors.serving.handle_backend import HandleChatBackend
-from masgrid.actors.serving.spec import parse_serving
-from masgrid.actors.serving.standin import AGENT_FIELD, AgentTag, StandinCore, build_app
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.tasks import get_task
+from masgrid._private.actors.backends import BackendSettings, ClientCache
+from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid._private.actors.backends.scripted import ScriptedBackend
+from masgrid._private.actors.backends.chat_tools import FencedTools, assistant_turn
+from masgrid._private.actors.serving.handle_backend import HandleChatBackend
+from masgrid._private.actors.serving.spec import parse_serving
+from masgrid._private.actors.serving.standin import AGENT_FIELD, AgentTag, StandinCore, build_app
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.masbench.tasks import SortingTask
-from masgrid.envs.tokens import approx_tokens
-from masgrid.envs.tool_calls import ToolCall, ToolReply
+from masgrid._private.envs.tokens import approx_tokens
+from masgrid._private.envs.tool_calls import ToolCall, ToolReply
 from tests.support.tool_specs import TOOLS
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from masgrid.envs.protocols import make_protocol
+from masgrid._private.envs.protocols import make_protocol
 from masgrid.families.masbench.answers import parse_int_list
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from masgrid.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
+from masgrid._private.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
 
 from .conftest import run
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from masgrid.actors.environment import EnvironmentHost
-from masgrid.envs.protocols import ProtocolOptions, make_protocol
-from masgrid.envs.protocols.base import Protocol
-from masgrid.envs.tasks import get_task
+from masgrid._private.actors.environment import EnvironmentHost
+from masgrid._private.envs.protocols import ProtocolOptions, make_protocol
+from masgrid._private.envs.protocols.base import Protocol
+from masgrid._private.envs.tasks import get_task
 
 SILO = ProtocolOptions.strict_rounds()
 Scenario = list[dict[int, list[tuple[str, Any]]]]  # per round: role -> commands (verb, role argument)

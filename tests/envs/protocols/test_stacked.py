@@ -1,6 +1,6 @@
 """Several commands in one fenced block (issue 14, item 3; rule in docs/tasks/masbench.md).
 
-The rule under test, restated here independently of masgrid/envs/harness.py:
+The rule under test, restated here independently of masgrid/_private/envs/harness.py:
 a line after a block's first starts a new command when its first word is one of the
 protocol's verbs; a verb without arguments (wait, receive_messages, list_agents) counts
 only when it stands alone on its line. Message and answer verbs keep the lines that follow
@@ -16,10 +16,10 @@ import random
 
 import pytest
 
-from masgrid.actors.environment import EnvironmentHost
-from masgrid.envs.protocols import make_protocol
-from masgrid.envs.protocols.base import MSG_SKIPPED, STACKED_VERB, ProtocolOptions
-from masgrid.envs.tasks import get_task
+from masgrid._private.actors.environment import EnvironmentHost
+from masgrid._private.envs.protocols import make_protocol
+from masgrid._private.envs.protocols.base import MSG_SKIPPED, STACKED_VERB, ProtocolOptions
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.masbench.answers import parse_int_list
 
 from .conftest import run

@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from masgrid.families.agentsnet.analysis import write_report
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.prompts import variants
 from masgrid.families.agentsnet.simulate import run_scripted
-from masgrid.platform.config import ConfigError, RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.resources import conf_dir
+from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.resources import conf_dir
 
 
 def _cfg(tmp: Path, **over: object) -> RunConfig:

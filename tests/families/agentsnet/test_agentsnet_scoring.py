@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet import scoring as sc
 
 NAMES = ["Ada", "Bo", "Cy", "Di"]

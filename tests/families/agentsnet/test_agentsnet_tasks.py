@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.envs.tasks import get_task, task_names
+from masgrid._private.envs.tasks import get_task, task_names
 from masgrid.families.agentsnet.prompts import variants
 from masgrid.families.agentsnet.simulate import run_scripted
-from masgrid.platform.cli import main
+from masgrid._private.platform.cli import main
 
 PROBLEMS = ["coloring", "vertex_cover", "matching", "leader_election", "consensus"]
 

@@ -15,7 +15,7 @@ from masgrid.families.agentsnet.local_protocol import (
     parse_final_answer,
     parse_messages,
 )
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 
 
 def test_parse_messages() -> None:

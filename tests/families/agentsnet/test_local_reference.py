@@ -25,7 +25,7 @@ from masgrid.families.agentsnet.local_protocol import (
     parse_messages,
 )
 from masgrid.families.agentsnet.local_reference import reference_parse_final_answer, reference_parse_messages
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.graphs import first_names, is_agent_name
 
 NBS = ["Ada", "Abel", "Eli"]  # the replying agent's neighbours; Leo, Leon, Elise, Linus: other pool names

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet import scoring as sc
 from masgrid.families.agentsnet.tasks import reference_unscorable
 

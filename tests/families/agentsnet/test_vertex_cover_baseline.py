@@ -12,8 +12,8 @@ from collections import deque
 
 import pytest
 
-from masgrid.envs.tasks import get_task
-from masgrid.envs.tasks.base import Instance
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.envs.tasks.base import Instance
 from masgrid.families.agentsnet.simulate import run_scripted
 
 TASK = get_task("agentsnet/vertex_cover")

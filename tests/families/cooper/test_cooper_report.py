@@ -14,7 +14,7 @@ from PIL import Image
 
 from masgrid.families.cooper import analysis as cooper
 from masgrid.families.cooper.report import main
-from masgrid.analysis.report import build_report
+from masgrid._private.analysis.report import build_report
 from tests.families.cooper.cooper_frames import random_runs
 
 FIGURES = ("fig_success", "fig_difficulty", "fig_conflicts", "fig_communication", "fig_scaling")
@@ -113,7 +113,7 @@ def test_console_reports_cooperbench_success_and_every_file(results, tmp_path):
     (the family section's tables and figures, not just its index)."""
     from rich.console import Console
 
-    from masgrid.analysis.report import headline_rate, write_report
+    from masgrid._private.analysis.report import headline_rate, write_report
     from masgrid.families.masbench.tables import completed
 
     root, runs = results
@@ -131,7 +131,7 @@ def test_console_reports_cooperbench_success_and_every_file(results, tmp_path):
 
 
 def test_headline_rate_differs_from_the_per_agent_rate_where_it_should():
-    from masgrid.analysis.report import headline_rate
+    from masgrid._private.analysis.report import headline_rate
 
     frame = pd.DataFrame({"task": ["cooper/p/1"] * 2 + ["sorting"] * 2, "protocol": ["workspace"] * 2 + ["p2p"] * 2,
                           "model": ["m"] * 4, "sr": [0.5, 1.0, 0.5, 1.0], "success": [False, True, False, True]})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.envs.tasks.base import AgentView
+from masgrid._private.envs.tasks.base import AgentView
 from masgrid.families.cooper.policy import GoldPatchPolicy, line_ranges, parse_patch
 
 

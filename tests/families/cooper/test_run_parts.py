@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.cooper import prompts
 from masgrid.families.cooper.scoring import patch_lines
 from masgrid.families.cooper.session import offered_tools

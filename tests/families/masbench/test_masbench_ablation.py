@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from masgrid.analysis.load import load_results
+from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.ablation import table11
 from masgrid.families.masbench.tables import scaling
-from masgrid.platform.recorder import Recorder
+from masgrid._private.platform.recorder import Recorder
 
 CONDITIONS = ("base", "abl_message", "abl_submit", "camoc")
 
@@ -95,7 +95,7 @@ def test_figure2_data_describes_one_condition(dataset, condition):
 def test_report_tables_2_3_8_and_figure_follow_the_condition_flag(dataset, tmp_path: Path):
     import pandas as pd
 
-    from masgrid.analysis.report import build_report
+    from masgrid._private.analysis.report import build_report
     from masgrid.families.masbench.tables import table2
 
     root, runs, _ = dataset

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from masgrid.actors.backends.base import BackendSettings
-from masgrid.analysis.load import load_results
+from masgrid._private.actors.backends.base import BackendSettings
+from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.cost import table4
-from masgrid.platform.recorder import Recorder
+from masgrid._private.platform.recorder import Recorder
 
 CONF = Path(__file__).resolve().parents[3] / "conf" / "model"
 PRICES = {"model-a": (0.15, 0.75), "model-b": (0.02, 0.10), "model-c": None}  # model-c: preset without a price

@@ -13,10 +13,10 @@ import random
 import pandas as pd
 import pytest
 
-from masgrid.analysis.load import load_results
+from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.failures import (MODES, failure_frequency, hallucinated, is_shifted_window,
                                                 label_runs)
-from masgrid.platform.recorder import Recorder
+from masgrid._private.platform.recorder import Recorder
 
 EXPECTED = [[10, 20], [30, 40], [50, 60]]
 
@@ -315,7 +315,7 @@ def test_labels_of_a_real_recorded_kv_run(tmp_path):
     assert json.loads(row["conventions"]) == {"1": "index", "2": "value"}
     assert {m for m in MODES if row[m]} == {"stale_kv_read", "premature_submission", "value_hallucination",
                                             "convention_misalignment"}
-    from masgrid.analysis.report import build_report
+    from masgrid._private.analysis.report import build_report
 
     build_report(tmp_path, tmp_path / "report")
     freq = pd.read_csv(tmp_path / "report" / "masbench" / "failure_modes.csv")

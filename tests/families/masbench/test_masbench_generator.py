@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.masbench.generator import MODES, init_sort_task, inversion_rate, inversions
 
 SIZES = [(1, 1), (3, 5), (10, 10), (20, 10), (7, 3)]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = ROOT / "conf" / "prompts" / "masbench"

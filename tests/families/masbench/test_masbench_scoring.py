@@ -1,6 +1,6 @@
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 
 
 def test_sorting_score_strict_and_global_check():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid.analysis import load_results
-from masgrid.analysis.report import build_report
+from masgrid._private.analysis import load_results
+from masgrid._private.analysis.report import build_report
 from masgrid.families.masbench.rerun import OUTCOMES, rerun_changes
 from tests.support.two_phase import Plan, run_grid
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo.catalog import SILO_SPECS
 from masgrid.families.silo.isolated import FLOOR_SCALES, isolated_answers
-from masgrid.platform.config import ConfigError, RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.platform.recorder import partition_dir
+from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.recorder import partition_dir
 
 TASK_IDS = sorted(SILO_SPECS)
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo.isolated import FLOOR_SCALES
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 
 LEVEL1 = [f"I-{i:02d}" for i in range(1, 11)]
 

@@ -23,7 +23,7 @@ from masgrid.families.silo import prompts as silo_prompts
 from masgrid.families.silo.isolated import FLOOR_SCALES
 from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 from masgrid.families.silo.spec import SiloData, SiloSpec
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 
 IDS = [f"II-{i}" for i in range(11, 21)]
 TITLES = {

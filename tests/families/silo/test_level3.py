@@ -20,7 +20,7 @@ from masgrid.families.silo import level3
 from masgrid.families.silo.isolated import FLOOR_SCALES
 from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 from masgrid.families.silo.spec import SiloData, SiloSpec
-from masgrid.envs.tokens import get_counter
+from masgrid._private.envs.tokens import get_counter
 
 IDS = [f"III-{i}" for i in range(21, 31)]
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo import prompts
 from masgrid.families.silo.catalog import SILO_SPECS  # every level registered
 

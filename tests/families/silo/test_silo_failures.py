@@ -201,7 +201,7 @@ def test_unsubmitted_agents_get_their_own_label() -> None:
 
 
 def _truth(task: str, n: int, seed: int) -> object:
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.envs.tasks import get_task
 
     t = get_task(task)
     return t.data_of(t.generate(n, 4, None, seed))
@@ -261,7 +261,7 @@ def test_distinct_answers_against_a_brute_force_partition() -> None:
 def test_any_match_a_justified_early_answer_is_not_premature() -> None:
     """I-04 (first matching position): the parts up to the one holding the first match settle
     the answer; later parts cannot change it. Hearing them is enough; hearing less is premature."""
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.envs.tasks import get_task
 
     spec = get_task("silo/I-04").spec
     seed, data, holder = next((s, d, h) for s in range(400) for d in [_truth("silo/I-04", 3, s)]
@@ -286,7 +286,7 @@ def test_vote_knows_answer_against_enumerated_completions() -> None:
     """I-03 (plurality, unique by construction): the answer is settled by `known` iff every
     completion of the unseen votes that has a unique most-voted candidate has the same one
     (enumerated independently)."""
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.envs.tasks import get_task
     from masgrid.families.silo.spec import SiloData
 
     spec = get_task("silo/I-03").spec

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo.catalog import SILO_SPECS
 
 LEVEL1 = [f"I-{i:02d}" for i in range(1, 11)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hydra import compose, initialize_config_dir
 
-from masgrid.resources import conf_dir
+from masgrid._private.resources import conf_dir
 
 
 def params(preset: str) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from masgrid.families.silo import tables as st
-from masgrid.analysis.load import load_results
+from masgrid._private.analysis.load import load_results
 
 LEVEL_SR = {"I": 0.8, "II": 0.5, "III": 0.2}
 PROTO_BONUS = {"broadcast": 0.1, "p2p": 0.0, "kv": -0.1}

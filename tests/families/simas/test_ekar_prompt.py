@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from masgrid.envs.protocols import make_protocol
-from masgrid.envs.tasks import Instance, get_task
+from masgrid._private.envs.protocols import make_protocol
+from masgrid._private.envs.tasks import Instance, get_task
 from masgrid.families.simas import prompts
 
 

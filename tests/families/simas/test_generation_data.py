@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from masgrid.envs.tasks import get_task
+from masgrid._private.envs.tasks import get_task
 from masgrid.families.simas import prompts
 from masgrid.families.simas.datasets import DatasetMissing, load_questions
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from masgrid.actors.serving.spec import parse_serving
-from masgrid.platform.config import RunConfig
-from masgrid.platform.serving import compose_model
+from masgrid._private.actors.serving.spec import parse_serving
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.serving import compose_model
 
 ROOT = Path(__file__).resolve().parents[3]
 #: preset -> the checkpoint it serves (the paper names family and size only)

@@ -13,9 +13,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from masgrid.platform.config import ConfigError, RunConfig
-from masgrid.platform.launch import run_local
-from masgrid.platform.recorder import partition_dir
+from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.recorder import partition_dir
 from tests.support.chat_server import ChatServer, Reply
 
 SPEAKER = re.compile(r"You are (Agent_\d+), the")
@@ -150,7 +150,7 @@ def test_profile_generation_used_when_valid(tmp_path: Path) -> None:
                                                             ("no_belief", ["Your personality", "Your expertise"],
                                                              ["Your core belief"])])
 def test_profile_ablations(tmp_path: Path, condition: str, shown: list[str], hidden: list[str]) -> None:
-    from masgrid.envs.tasks import get_task
+    from masgrid._private.envs.tasks import get_task
 
     task = get_task("simas/mmlu")
     inst = task.generate(3, 1, None, 0, subject="college_physics", profiles="pool", condition=condition)
@@ -215,7 +215,7 @@ def test_simulated_accuracy_curve_is_reproducible(tmp_path: Path) -> None:
 ])
 def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str], task: str, extra: list[str],
                                 right: str, wrong: str) -> None:
-    from masgrid.platform.cli import main
+    from masgrid._private.platform.cli import main
 
     assert main(["instance", task, "agents=2", *extra, "--json"]) == 0
     inst = tmp_path / "inst.json"

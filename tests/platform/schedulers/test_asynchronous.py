@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from masgrid.actors.agent_host import AgentHost, AgentSetup, HostSpec
-from masgrid.actors.backends import BackendSettings
-from masgrid.envs.policies import ScriptedPolicy
-from masgrid.envs.tasks import AgentView, Instance, Score, Task, register_task
-from masgrid.envs.tool_calls import ToolCall, ToolReply
-from masgrid.platform.ports import AgentPoolClient, Port
-from masgrid.platform.schedulers import PhaseContext, get_scheduler
+from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
+from masgrid._private.actors.backends import BackendSettings
+from masgrid._private.envs.policies import ScriptedPolicy
+from masgrid._private.envs.tasks import AgentView, Instance, Score, Task, register_task
+from masgrid._private.envs.tool_calls import ToolCall, ToolReply
+from masgrid._private.platform.ports import AgentPoolClient, Port
+from masgrid._private.platform.schedulers import PhaseContext, get_scheduler
 
 TOOLS = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
          for n in ("wait", "send_message", "finish", "explode")]

@@ -1,0 +1,344 @@
+"""The run configuration: one pydantic model validated before Ray starts.
+
+Hydra composes `conf/config.yaml` (+ overrides); `RunConfig.from_mapping` validates it and
+names the offending field. The user-facing keys are the same for every benchmark:
+task, protocol, agents, k, mode, condition, backend, model, seed, results_dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Literal, Self
+from collections.abc import Mapping
+
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator,
+                      model_validator)
+
+from masgrid._private.actors.backends import BackendSettings
+from masgrid._private.actors.backends.sampling import compare_with_paper
+from masgrid._private.envs.protocols import PROTOCOLS
+from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_counter
+from masgrid._private.envs.tasks import get_task
+from masgrid.family import families, family_of
+from masgrid._private.resources import on_reload
+
+# Fields of `model` that change what a model answers (the rest is plumbing).
+_MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
+#: RunConfig fields that never enter a run's identity: where and how it executes, how its
+#: outcome is labelled, and how it is filed.
+NON_IDENTITY = ("results_dir", "execution", "model", "experiment", "tags", "validity", "preflight")
+#: prompt fingerprints per identity (without the fingerprint), for this process
+_PROMPT_HASHES: dict[str, str] = {}
+on_reload(_PROMPT_HASHES.clear)
+
+
+class ValiditySettings(BaseModel):
+    """When a run's model-call failures make its numbers untrustworthy (docs/results.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_model_error_rate: float = Field(
+        0.05, ge=0, le=1, description="a run with any failed model call is `degraded`; above this fraction of "
+        "failed calls it is `invalid` and left out of tables")
+
+
+class ExecutionSettings(BaseModel):
+    """How a run is executed; never part of its identity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
+    status_actor_after_s: float | None = Field(
+        30.0, ge=0, description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
+        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
+        "concurrent latency-bound runs (sequential group discussions) on few cores gain from a later start or none")
+    agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
+    ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
+                                                       "running local head (masgrid up), else start local Ray")
+    token_counter: str = Field(
+        "auto", description="how tokens the server did not count (commands, replies, scripted agents) are "
+        "counted: 'auto' (the model preset's `tokenizer`; 'approx' only when it names none or its file is "
+        "missing here, recorded as a fallback), 'approx', 'hf:/path/to/tokenizer.json' or "
+        "'hf-package:<package>/<path>'")
+    round_timeout_s: float | None = Field(None, gt=0, description="cap on one round's model calls; default from model timeout")
+    actor_start_timeout_s: float = Field(120.0, gt=0)
+    reuse_actors: bool = Field(False, description="borrow warm environment/agent hosts from a pool across runs "
+                                                   "(faster sweeps; hosts are then named pool:* not per run)")
+    keep_warm: bool = Field(
+        True, description="a single run or a sweep on a Ray cluster this command joined (`masgrid up`, `ray start "
+        "--head`, an address) executes on detached driver workers (one per sweep slot), a host pool and a recorder "
+        "that stay for the next command, which then starts no process (platform/warm.py); false: the command's "
+        "own processes, gone after it")
+    driver_resources: dict[str, float] | None = Field(
+        None, description="custom Ray resources each run's driver requests, e.g. {worker: 1} "
+        "with `ray start --resources '{\"worker\": 8}'` on worker nodes: drivers (and the hosts they start, "
+        "which follow their driver) then run there and at most 8 per node")
+    max_recorded_chars: int | None = Field(
+        1_000_000, ge=1, description="an event's text or reply longer than this is recorded cut to this many "
+        "characters, with the original's length and sha256 in text_chars/text_sha256 (reply_chars/reply_sha256); "
+        "null records every text whole (memory then grows with reply size)")
+    event_flush_bytes: int = Field(
+        16 * 2**20, ge=1, description="a run's driver sends its pending events to the recorder once their text "
+        "reaches this many bytes (estimated), besides every 10 rounds: a run's event memory is bounded by size")
+
+    @field_validator("token_counter")
+    @classmethod
+    def _known_counter(cls, value: str) -> str:
+        return check_spec(value)
+
+
+#: the family option blocks of RunConfig (each named after its family, Family.options)
+FAMILY_BLOCKS = tuple(name for name, family in families().items() if family.options is not None)
+
+
+class _RunConfigBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = "sorting"
+    protocol: str = Field("broadcast", description="null or absent: the task's family default (Family.default_protocol)")
+    agents: int = Field(5, ge=1, le=100_000)
+    k: int | None = Field(None, ge=1, le=1_000_000, description="per-agent workload; null: the task's default_k")
+    mode: str | None = "random"
+    condition: str = "base"
+    backend: Literal["scripted", "openai", "serve"] = "scripted"
+    model: BackendSettings = Field(default_factory=BackendSettings)
+    seed: int = Field(0, ge=-(2**63), lt=2**63, description="instance seed (a 64-bit integer, as the tables store it)")
+    results_dir: str = "results"
+    max_rounds: int = Field(100, ge=1, description="R_max, per phase")
+    graph: str | None = Field(None, description="graph model, for tasks that run on a generated graph")
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
+    tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
+    validity: ValiditySettings = Field(default_factory=ValiditySettings)
+    preflight: bool = Field(True, description="check the model endpoint once before any actor starts "
+                                              "(masgrid/_private/platform/preflight.py); never part of the identity")
+    #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
+    #: config to the driver, so the run id never depends on the node that executes it
+    _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
+    _counter: CounterChoice | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_default_protocol(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("protocol") is None:
+            family = family_of(str(data.get("task", "sorting")))
+            if family is not None and family.default_protocol is not None:
+                data = {**data, "protocol": family.default_protocol}
+            else:
+                data = {key: value for key, value in data.items() if key != "protocol"}
+        return data
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, value: str) -> str:
+        if value not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {value!r}; choose one of {sorted(PROTOCOLS)}")
+        return value
+
+    @field_validator("agents", "k", "seed", "max_rounds", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        # pydantic takes true/false for 1/0; a boolean seed or size is a slip, not a choice
+        if isinstance(value, bool):
+            raise ValueError(f"a whole number, not {str(value).lower()}")
+        return value
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        get_task(value)  # raises ValueError naming the known tasks
+        return value
+
+    @model_validator(mode="after")
+    def _check_against_task(self) -> Self:
+        task = get_task(self.task)
+        if self.k is None:
+            self.k = task.default_k
+        self.agents = task.resolve_agents(self.agents, **self.generation_kwargs())
+        task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
+        for key in task.required_keys:
+            if getattr(self, key, None) is None:
+                raise ValueError(f"{key}: task {self.task} needs {key} to be set")
+        task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        if self.condition in task.scripted_only_conditions and self.backend != "scripted":
+            raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
+                             f"model=scripted, not backend={self.backend}")
+        if self.backend == "openai" and not self.model.base_url:
+            raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
+        scoring = task.scoring_model(**self.generation_kwargs())
+        if scoring is not None:  # e.g. cooper.resolver=llm: its model must be reachable (one line if not)
+            from masgrid._private.platform.scoring_model import scoring_settings
+
+            scoring_settings(scoring, self.backend, self.model)
+        if self.backend == "serve":
+            from masgrid._private.actors.serving.spec import parse_serving
+
+            parse_serving(self.model.serving)  # ServingError (a ValueError) names model.serving.<key>
+        return self
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
+        """Validate, turning pydantic's report into one readable error naming the fields."""
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc)) from None
+
+    def identity(self) -> dict[str, Any]:
+        """What determines a run's result: the task setting, the model and its sampling, and
+        the rendered prompts (`prompt_hash`); not where or how it executes, nor the keys its
+        task ignores (`Task.ignored_keys`, None here)."""
+        data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
+        task = get_task(self.task)
+        for family in FAMILY_BLOCKS:  # another family's option block is not part of a run's identity
+            if family != task.family:
+                data.pop(family)
+        if isinstance(data.get(task.family), dict):
+            data[task.family] = task.identity_options(data[task.family])
+        for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
+            data[key] = None
+        data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
+        if self.model.tool_mode != "native":  # how tools reach the model; only then, so older run ids stay
+            data["model"]["tool_mode"] = self.model.tool_mode
+        if self.model.tool_constraint != "none":  # forced tool calls change every reply; only then, as above
+            data["model"]["tool_constraint"] = self.model.tool_constraint
+        data["prompt_hash"] = self._prompt_hash(data)
+        return data
+
+    def _prompt_hash(self, data: dict[str, Any]) -> str:
+        key = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        value = self._prompt_hashes.get(key) or _PROMPT_HASHES.get(key)
+        if value is None:
+            value = _PROMPT_HASHES[key] = self.render_prompt_hash()
+        self._prompt_hashes[key] = value
+        return value
+
+    def render_prompt_hash(self) -> str:
+        """The fingerprint of the prompts as this process renders them (envs/tasks/fingerprint.py)."""
+        from masgrid._private.envs.tasks.fingerprint import fingerprint
+
+        return fingerprint(get_task(self.task), self.agents, self.k_resolved, self.mode, self.seed, self.protocol,
+                           self.condition, self.generation_kwargs())
+
+    def first_messages(self) -> list[dict[str, str]]:
+        """The run's longest first prompt (system message and opening), as an agent receives it."""
+        from masgrid._private.envs.tasks.fingerprint import first_messages
+
+        task = get_task(self.task)
+        instance = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
+        return first_messages(task, instance, self.protocol, self.condition)
+
+    @property
+    def k_resolved(self) -> int:
+        """K after validation (the task's default_k when the config left it null)."""
+        return self.k if self.k is not None else get_task(self.task).default_k
+
+    @property
+    def prompt_hash(self) -> str:
+        return self.identity()["prompt_hash"]
+
+    @property
+    def point_id(self) -> str:
+        """The grid point without its prompt version: runs of one point recorded before and
+        after a prompt edit share it, so analysis can keep only the newest prompts."""
+        data = self.identity()
+        data.pop("prompt_hash")
+        return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+    def generation_kwargs(self) -> dict[str, Any]:
+        """Keywords the task's generator takes beyond agents/k/mode/seed (graph, family options)."""
+        task = get_task(self.task)
+        extras: dict[str, Any] = {"graph": self.graph} if self.graph is not None else {}
+        extras.update({key: getattr(self, key) for key in task.generation_keys})
+        options = getattr(self, task.family, None)  # a family's own option block, e.g. `agentsnet:`
+        if isinstance(options, BaseModel):
+            extras.update(options.model_dump())
+        return extras
+
+    def columns(self) -> dict[str, Any]:
+        """The run's identifying and provenance columns, shared by the three tables' rows."""
+        from masgrid._private.platform.provenance import code_provenance
+
+        m = self.model
+        return {"run_id": self.run_id, "task": self.task, "protocol": self.protocol, "agents": self.agents,
+                "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
+                "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
+                "max_tokens": m.max_tokens, "sampling_seed": m.seed,
+                "sampling_vs_paper": compare_with_paper(m.paper_sampling, m.model_dump()),
+                **self._counter_columns(), "prompt_hash": self.prompt_hash,
+                "point_id": self.point_id,
+                "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
+                "results_dir": self.results_dir, **self.labels(), **code_provenance(),
+                "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
+                **self._ignored_columns()}
+
+    def _ignored_columns(self) -> dict[str, Any]:
+        """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,
+        e.g. CooperBench's k and mode); config_json keeps what was configured."""
+        task = get_task(self.task)
+        return {key: None for key in task.ignored_keys if key in ("k", "mode", "graph")} \
+            if task.null_ignored_columns else {}
+
+    def _counter_columns(self) -> dict[str, Any]:
+        try:
+            counter = self.token_counting()
+        except ValueError as exc:  # a failed run's row: the requested tokenizer could not be loaded
+            return {"token_counter": self.execution.token_counter, "token_counter_source": f"error: {exc}",
+                    "tokenizer_sha256": None}
+        return {"token_counter": counter.spec, "token_counter_source": counter.source,
+                "tokenizer_sha256": counter.sha256}
+
+    def token_counting(self) -> CounterChoice:
+        """The token counter this run uses (envs/tokens.py), resolved once where it is first
+        asked for (the driver: the tokenizer file must exist on the node that counts)."""
+        if self._counter is None:
+            self._counter = resolve_counter(self.execution.token_counter, self.model.tokenizer, self.model.name)
+        return self._counter
+
+    def labels(self) -> dict[str, Any]:
+        """The filing labels every row of every table carries."""
+        return {"experiment": self.experiment, "tags": list(self.tags)}
+
+    @property
+    def partition(self) -> dict[str, str]:
+        return {"task": self.task, "protocol": self.protocol}
+
+    @property
+    def run_id(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _run_config_class() -> type[_RunConfigBase]:
+    """RunConfig: the shared fields plus one option block per installed family that has options
+    (`simas:`, `agentsnet:`, ...), each validated by the family's own model with extra="forbid"."""
+    blocks: dict[str, Any] = {
+        name: (family.options, Field(default_factory=family.options, description=f"{family.label} options"))
+        for name, family in families().items() if family.options is not None}
+    return create_model("RunConfig", __base__=_RunConfigBase, __module__=__name__, **blocks)
+
+
+if TYPE_CHECKING:
+    class RunConfig(_RunConfigBase):
+        """The validated run configuration (family option blocks are added at import)."""
+
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    RunConfig = _run_config_class()
+    RunConfig.__doc__ = "The validated run configuration: shared fields and each family's option block."
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message names every offending field."""
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    lines = ["invalid configuration:"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "config"
+        msg = err["msg"].removeprefix("Value error, ")
+        if ":" in msg and not err["loc"]:
+            loc, _, msg = msg.partition(": ")
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Whether a model endpoint still answers: the check that tells an engine lost mid-run from
+a model whose calls failed. A run probes its endpoint as soon as a call fails as if the
+endpoint went away (`EngineWatch`, at most every `CHECK_EVERY_S`), and once more at its end
+(platform/driver.py, check_engine_kept); a sweep stops starting runs against an endpoint a
+run found gone (platform/launch.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import urllib.request
+from collections.abc import Iterable
+
+from masgrid._private.actors.backends.base import BackendSettings
+
+log = logging.getLogger(__name__)
+PROBE_TIMEOUT_S = 5.0
+#: a run probes its endpoint at most this often while its calls keep failing that way
+CHECK_EVERY_S = 5.0
+#: failures that may say the endpoint went away, not that the model answered badly: a
+#: probe (GET /models, or the Serve app's state) decides (backends/errors.py has the classes)
+LOST_CLASSES = frozenset({"connection_refused", "connection_error", "unreachable", "timeout", "backend_error",
+                          "http_5xx"})
+
+
+class EngineLost(RuntimeError):
+    """The model endpoint stopped answering during a run: the platform's failure (interrupted).
+    `endpoint` names it, `problem` says what the probe found."""
+
+    def __init__(self, message: str, endpoint: str | None = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.endpoint, self.problem = endpoint, problem
+
+
+def lost(settings: BackendSettings, problem: str, failed_calls: int) -> EngineLost:
+    """The run's EngineLost: one line with the endpoint, the probe's finding and what to do."""
+    return EngineLost(f"the model endpoint {endpoint_name(settings)} stopped answering during the run ({problem}); "
+                      f"{failed_calls} calls failed: rerun with resume once it is back",
+                      endpoint_name(settings), problem)
+
+
+def endpoint_name(settings: BackendSettings) -> str:
+    """The endpoint as runs share it: its base URL, Serve's OpenAI route, or `Serve app <name>`."""
+    if settings.base_url:
+        return settings.base_url.rstrip("/")
+    from masgrid._private.actors.serving.deploy import http_base_url
+    from masgrid._private.actors.serving.spec import parse_serving
+
+    spec = parse_serving(settings.serving)
+    return http_base_url(settings, spec).rstrip("/") if spec.route == "http" else f"Serve app {spec.app}"
+
+
+class EngineWatch:
+    """One run's check, between rounds, that failed calls are not a lost endpoint: a call that
+    failed in one of LOST_CLASSES has the endpoint probed (in a thread, at most every
+    `every_s`), and a probe that finds it gone ends the run at once (EngineLost), instead of
+    letting every later call fail, be retried and be counted as the agents' model failures.
+    `enabled` is false where nothing says the endpoint ever answered (no preflight) or there
+    is none (scripted)."""
+
+    def __init__(self, settings: BackendSettings, enabled: bool, every_s: float = CHECK_EVERY_S) -> None:
+        self.settings, self.enabled, self.every_s = settings, enabled, every_s
+        self.failed = 0
+        self.last_probe = -float("inf")
+
+    async def check(self, error_classes: Iterable[str | None]) -> None:
+        lost_now = sum(1 for cls in error_classes if cls in LOST_CLASSES)
+        self.failed += lost_now
+        if not self.enabled or not lost_now or time.monotonic() - self.last_probe < self.every_s:
+            return
+        self.last_probe = time.monotonic()
+        problem = await asyncio.to_thread(endpoint_problem, self.settings)
+        if problem is not None:
+            log.info("model endpoint %s lost: %s", endpoint_name(self.settings), problem)
+            raise lost(self.settings, problem, self.failed)
+
+
+def endpoint_problem(settings: BackendSettings) -> str | None:
+    """None when the endpoint lists its model now, else what is wrong, in a few words.
+    HTTP endpoints answer GET /models; a Serve app reached by handle must be RUNNING."""
+    if settings.base_url:
+        return _http_problem(settings.base_url)
+    from masgrid._private.actors.serving.deploy import http_base_url
+    from masgrid._private.actors.serving.spec import parse_serving
+
+    spec = parse_serving(settings.serving)
+    if spec.route == "http":
+        return _http_problem(http_base_url(settings, spec))
+    try:
+        from ray import serve
+
+        app = serve.status().applications.get(spec.app)
+    except Exception as exc:  # noqa: BLE001 - Serve itself is gone
+        return f"Serve does not answer: {type(exc).__name__}"
+    state = str(app.status).rsplit(".", 1)[-1] if app is not None else "missing"
+    return None if state == "RUNNING" else f"Serve app {spec.app} is {state}"
+
+
+def listed_models(base_url: str) -> list[dict]:
+    """GET <base_url>/models: the listed model entries (OSError, ValueError when it fails)."""
+    with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S) as response:
+        data = json.loads(response.read())
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("no `data` list in the models reply")
+    return [m for m in entries if isinstance(m, dict)]
+
+
+def _http_problem(base_url: str) -> str | None:
+    try:
+        listed_models(base_url)
+    except (OSError, ValueError) as exc:
+        return f"GET {base_url.rstrip('/')}/models: {type(exc).__name__}: {exc}"[:200]
+    return None

@@ -1,0 +1,506 @@
+"""Starting runs: join or start Ray, one recorder actor per results_dir, one driver per run.
+
+No single process may end a sweep. The recorder and the host pool are restarted by Ray when
+they die (`max_restarts=-1`), and calls they were serving are sent again
+(`max_task_retries=-1`: the recorder's writes are idempotent, the pool's acquire just makes
+new hosts). A run the platform interrupted (its driver, a host, the pool that owned its
+hosts died; a node was lost) is run again, up to `MAX_ATTEMPTS` times in all; after that it
+is recorded failed with error_class `interrupted`, which a plain resume re-runs. A results
+directory that refuses writes stops the sweep (`ResultsUnwritable`) once the runs in flight
+have ended. So does a model endpoint a run found gone (`EngineLost`, platform/engine_alive.py):
+that run is recorded interrupted and not run again now, no further run against the endpoint
+starts, and runs against other endpoints go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import sys
+from functools import partial
+from pathlib import Path
+from types import SimpleNamespace
+from contextlib import contextmanager
+from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+
+from masgrid._private.actors import heap
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.driver import RunDriver, RunSummary
+from masgrid._private.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
+from masgrid._private.platform.results_lock import ResultsLock
+from masgrid._private.platform.run_status import RunName
+from masgrid._private.platform.run_outcome import classify_failure
+
+log = logging.getLogger("masgrid")
+NAMESPACE = "masgrid"
+#: session-wide actors (a recorder per results_dir, the host pool), kept alive here: an
+#: actor whose last handle goes out of scope is destroyed, and a later lookup by name
+#: could race with that.
+_RECORDERS: dict[str, Any] = {}
+#: how this process connected to Ray (ensure_ray)
+_SESSION: dict[str, Any] = {}
+#: warm driver processes kept between run_many calls (execution.reuse_actors)
+MAX_IDLE_DRIVERS = 32
+#: detached driver workers a sweep keeps on a joined cluster (its slots beyond get session workers)
+MAX_WARM_DRIVERS = 16
+#: how often a warm driver checks that the commands whose runs it executes are still alive
+OWNER_CHECK_S = 0.5
+#: executions of one run within a sweep when the platform keeps interrupting it
+MAX_ATTEMPTS = 3
+#: restart a dead session actor, and resend the calls it was serving (see the module doc)
+SUPERVISED: dict[str, Any] = {"max_restarts": -1, "max_task_retries": -1}
+
+
+def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
+    """Join the cluster `address` names (execution.ray_address), else RAY_ADDRESS, else a
+    running local head (`masgrid up`, `ray start --head`); start a local Ray only when there
+    is none (platform/cluster.py)."""
+    import ray
+
+    from masgrid._private.platform.cluster import resolve_address
+
+    if ray.is_initialized():
+        return
+    address, joined = resolve_address(address)
+    kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": True}
+    if os.environ.get("MASGRID_CONF"):  # drivers must render the prompts the run ids were computed from
+        kwargs["runtime_env"] = {"env_vars": {"MASGRID_CONF": os.environ["MASGRID_CONF"]}}
+    if joined:
+        _pin_code(kwargs)
+    kwargs.update(init_kwargs)
+    ray.init(address=address, **kwargs)
+    _SESSION["joined"] = joined
+
+
+def _pin_code(kwargs: dict[str, Any]) -> None:
+    """Workers of a cluster this process joins start with the head's environment, whose
+    PYTHONPATH may name another checkout (a head started elsewhere, an older tree): put this
+    process's masgrid first on theirs, so they run the code this command validated and the
+    warm actors' fingerprint describes. An installed masgrid (site-packages) is left alone."""
+    import masgrid
+
+    root = Path(masgrid.__file__).resolve().parent.parent
+    if root.name in ("site-packages", "dist-packages"):
+        return
+    env_vars = kwargs.setdefault("runtime_env", {}).setdefault("env_vars", {})
+    env_vars["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+
+
+def joined_cluster() -> bool:
+    """Whether this process joined a Ray cluster that outlives it (ensure_ray)."""
+    return bool(_SESSION.get("joined"))
+
+
+def recorder_actor(results_dir: str) -> Any:
+    """The single writer of a results_dir, pinned to this node (where the results live)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from masgrid._private.platform.recorder import Recorder
+
+    root = str(Path(results_dir).resolve())
+    key = f"{ray.get_runtime_context().get_job_id()}:{root}"  # a new Ray session needs new actors
+    if key in _RECORDERS:
+        return _RECORDERS[key]
+    name = "recorder:" + hashlib.sha1(root.encode()).hexdigest()[:12]
+    node = ray.get_runtime_context().get_node_id()
+    actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
+        name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+    ).remote(root)
+    ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
+    _RECORDERS[key] = actor
+    return actor
+
+
+def host_pool() -> Any:
+    """The session's pool of warm environment/agent hosts (`execution.reuse_actors`)."""
+    import ray
+
+    from masgrid._private.platform.pool import HostPool
+
+    key = f"{ray.get_runtime_context().get_job_id()}:pool"
+    if key not in _RECORDERS:
+        _RECORDERS[key] = ray.remote(num_cpus=0, **SUPERVISED)(HostPool).options(
+            name="host-pool", namespace=NAMESPACE, get_if_exists=True).remote()
+    return _RECORDERS[key]
+
+
+def driver_actor(cfg: RunConfig, recorder: Any, attempt: int = 1) -> Any:
+    """The run's own driver process, named `run:<run_id>` (a retry: `run:<run_id>#<attempt>`,
+    since the dead attempt's name may not be free yet)."""
+    import ray
+
+    from masgrid._private.platform.pool import DriverHosts
+
+    pool = DriverHosts(host_pool()) if cfg.execution.reuse_actors else None
+    return ray.remote(num_cpus=0)(RunDriver).options(
+        name=f"run:{cfg.run_id}" + (f"#{attempt}" if attempt > 1 else ""), namespace=NAMESPACE, max_concurrency=16,
+        resources=cfg.execution.driver_resources or None,
+    ).remote(cfg, recorder, True, pool)
+
+
+class DriverWorker:
+    """A long-lived driver process executing runs one after another (warm-pool mode), so a
+    run borrows an already-started process instead of starting one (bench_serving_concurrency)."""
+
+    def __init__(self, pool: Any) -> None:
+        from masgrid._private.platform.pool import DriverHosts
+
+        self.pool = DriverHosts(pool)  # keeps the hosts of its last run for the next one
+        self.owners: dict[asyncio.Task[Any], str] = {}  # a warm run's task -> the job that submitted it
+        self.watch: asyncio.Task[None] | None = None
+
+    async def run(self, cfg: RunConfig, recorder: Any, owner: str | None = None) -> RunSummary:
+        """`recorder`: its handle, or the name of a running one (a warm run: looked up here,
+        where its class is loaded already, not in the command's process). `owner`: on a warm
+        (detached) worker, the Ray job of the command that submitted the run; the run is
+        cancelled when that job ends, and its writes are signed (Recorder.write_as)."""
+        recorder = _actor(recorder)
+        task = asyncio.current_task()
+        if owner is not None and task is not None:
+            recorder = SignedRecorder(recorder, owner)
+            self.owners[task] = owner
+            if self.watch is None or self.watch.done():
+                self.watch = asyncio.ensure_future(self._watch_owners())
+        after = cfg.execution.status_actor_after_s
+        name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
+        try:
+            summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
+        finally:
+            self.owners.pop(task, None)  # type: ignore[arg-type]
+            if name is not None:
+                name.close()
+        heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
+        return summary
+
+    async def _watch_owners(self) -> None:
+        """A detached worker outlives the command that submitted its runs: when that command
+        dies (SIGKILL, Ctrl-C, a lost node), its runs here are cancelled (their hosts killed,
+        nothing more recorded), instead of spending model calls nobody will collect and
+        racing the re-run a resume starts."""
+        from masgrid._private.platform.warm import job_alive
+
+        while self.owners:
+            await asyncio.sleep(OWNER_CHECK_S)
+            dead = {job for job in set(self.owners.values()) if not job_alive(job)}
+            for task, job in list(self.owners.items()):
+                if job in dead and not task.done():
+                    print(f"masgrid: cancelling a run of job {job}: the command that submitted it is gone",
+                          file=sys.stderr, flush=True)
+                    task.cancel()
+
+
+class SignedRecorder:
+    """A warm recorder's handle whose writes carry the submitting job (Recorder.write_as), so
+    the recorder can refuse those of a dead command once a new one owns the results_dir."""
+
+    def __init__(self, actor: Any, owner: str) -> None:
+        self.actor, self.owner = actor, owner
+
+    def __getattr__(self, method: str) -> Any:
+        return SimpleNamespace(remote=partial(self.actor.write_as.remote, self.owner, method))
+
+
+def run_local(cfg: RunConfig) -> RunSummary:
+    """Everything in this process: no Ray at all (debugging, profiling)."""
+    from masgrid._private.platform.recorder import Recorder
+
+    with writer_locks([cfg]):
+        return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
+
+
+def run_one(cfg: RunConfig) -> RunSummary:
+    """One run (`masgrid run`). On a cluster this process joined, it executes on warm actors
+    left by the previous command, or leaves its own for the next one (platform/warm.py)."""
+    if cfg.execution.executor == "local":
+        return run_local(cfg)
+    return run_many([cfg], max_concurrent=1, keep_warm=cfg.execution.keep_warm)[0]
+
+
+def _get_or_create(name: str, create: Callable[[], Any]) -> Any:
+    """A named actor of namespace masgrid, made by `create` only when none answers to `name`
+    (a lookup needs no class, so a warm start imports none of the actors' modules)."""
+    import ray
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return create()
+
+
+def _warm_host_pool() -> Any:
+    import ray
+
+    from masgrid._private.platform import warm
+
+    def pool() -> Any:
+        from masgrid._private.platform.pool import HostPool
+
+        return ray.remote(num_cpus=0, **SUPERVISED)(HostPool).options(**warm.options("host-pool")).remote(
+            prefix=f"pool@{warm.fingerprint()}")
+
+    return _get_or_create(warm.warm_name("host-pool"), pool)
+
+
+def _warm_worker(role: str) -> Any:
+    import ray
+
+    from masgrid._private.platform import warm
+
+    return _get_or_create(warm.warm_name(role), lambda: ray.remote(num_cpus=0)(DriverWorker).options(
+        **warm.options(role), max_concurrency=16).remote(_warm_host_pool()))
+
+
+def warm_driver() -> Any:
+    """The detached driver worker single runs share on a joined cluster, with its host pool."""
+    from masgrid._private.platform import warm
+
+    warm.retire_stale()
+    return _warm_worker("driver")
+
+
+def warm_drivers(n: int) -> list[Any]:
+    """`n` detached driver workers for a sweep's slots on a joined cluster: the one single
+    runs share, then `driver-2`, ...; each keeps its own last hosts, all from the warm pool.
+    The next sweep (or run) on the same cluster finds them started."""
+    return [warm_driver(), *(_warm_worker(f"driver-{k}") for k in range(2, min(n, MAX_WARM_DRIVERS) + 1))]
+
+
+def warm_recorder(results_dir: str) -> Any:
+    """The detached recorder of a results_dir on a joined cluster (pinned to this node): its
+    name when it runs already (a handle would load the recorder's class, pyarrow and all,
+    into this process: `_actor` resolves it where it is used), else a new one's handle."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from masgrid._private.platform import warm
+
+    root = str(Path(results_dir).resolve())
+    role = "recorder-" + hashlib.sha1(root.encode()).hexdigest()[:12]
+    name = warm.warm_name(role)
+    if any(a["name"] == name and a.get("namespace") == NAMESPACE
+           for a in ray.util.list_named_actors(all_namespaces=True)):
+        return name
+    from masgrid._private.platform.recorder import Recorder
+
+    node = ray.get_runtime_context().get_node_id()
+    actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
+        **warm.options(role), scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False)).remote(root)
+    with _storage_errors_unwrapped():
+        ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
+    return actor
+
+
+def _actor(handle_or_name: Any) -> Any:
+    """An actor handle, looking a warm actor's name up in namespace masgrid."""
+    if not isinstance(handle_or_name, str):
+        return handle_or_name
+    import ray
+
+    return ray.get_actor(handle_or_name, namespace=NAMESPACE)
+
+
+def _ensure_deployments(cfgs: list[RunConfig]) -> None:
+    """backend=serve: the model's Serve app must be up before drivers start (deploys it if not)."""
+    seen: set[str] = set()
+    for cfg in cfgs:
+        # A preset with its own base_url points at an endpoint someone else runs.
+        if cfg.backend == "serve" and not cfg.model.base_url and cfg.model.name not in seen:
+            seen.add(cfg.model.name)
+            from masgrid._private.platform.serving import ensure_served
+
+            ensure_served(cfg.model)
+
+
+def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
+             on_done: Callable[[RunConfig, RunSummary], None] | None = None,
+             keep_warm: bool = False) -> list[RunSummary]:
+    """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order,
+    holding each results_dir's writer lock (ResultsDirBusy if another process holds one).
+    `keep_warm`: on a joined cluster, use (or leave) the warm actors of platform/warm.py."""
+    cfgs = list(cfgs)
+    if not cfgs:
+        return []
+    with writer_locks(cfgs):
+        return _run_many(cfgs, max_concurrent, on_done, keep_warm)
+
+
+@contextmanager
+def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
+    """Hold the one-writer lock of every results_dir the runs write (platform/results_lock.py)."""
+    roots = sorted({str(Path(c.results_dir).resolve()) for c in cfgs})
+    held: list[str] = []
+    try:
+        for root in roots:
+            ResultsLock.hold(root)
+            held.append(root)
+        yield
+    finally:
+        for root in held:
+            ResultsLock.drop(root)
+
+
+def _run_many(cfgs: list[RunConfig], max_concurrent: int,
+              on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False) -> list[RunSummary]:
+    import ray
+
+    ensure_ray(cfgs[0].execution.ray_address)
+    # warm actors only where they outlive this process, and not where drivers are placed by resources
+    warm = keep_warm and joined_cluster() and not any(c.execution.driver_resources for c in cfgs)
+    if warm:  # placement only: run ids unchanged
+        cfgs = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
+                for c in cfgs]
+    _ensure_deployments(cfgs)
+    for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
+        print(f"masgrid: {len(cfgs)} run(s); results are written to {root}/{{runs,agents,events}}", flush=True)
+    recorders: dict[str, Any] = {}
+    results: list[RunSummary | None] = [None] * len(cfgs)
+    in_flight: dict[Any, tuple[int, Any]] = {}
+    job = ray.get_runtime_context().get_job_id()
+    key = f"{job}:driver-workers"
+    # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
+    idle_workers: list[Any] = (warm_drivers(min(max_concurrent, len(cfgs))) if warm
+                               else _RECORDERS.setdefault(key, []))
+    queue = list(enumerate(cfgs))
+    attempts = [0] * len(cfgs)
+    stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
+    lost: dict[str, str] = {}  # endpoint -> what its probe found: start no more runs against it
+    held: list[int] = []  # runs not started because their endpoint was lost
+    try:
+        while (queue and stopped is None) or in_flight:
+            while queue and stopped is None and len(in_flight) < max_concurrent:
+                idx, cfg = queue.pop(0)
+                if lost and _endpoint(cfg) in lost:
+                    held.append(idx)
+                    continue
+                if cfg.results_dir not in recorders:
+                    with _storage_errors_unwrapped():
+                        recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
+                        if warm:  # this command holds the writer lock: runs of an earlier, killed one may not write
+                            ray.get(_actor(recorders[cfg.results_dir]).claim.remote(job))
+                rec = recorders[cfg.results_dir]
+                if cfg.execution.reuse_actors:
+                    worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
+                        namespace=NAMESPACE, max_concurrency=16,
+                        resources=cfg.execution.driver_resources or None).remote(host_pool())
+                    # the task and the worker's status actor carry the run's name in the dashboard
+                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(  # type: ignore[union-attr]
+                        cfg, rec, job if warm else None)] = (idx, worker)
+                else:
+                    driver = driver_actor(cfg, rec, attempts[idx] + 1)
+                    in_flight[driver.run.remote()] = (idx, driver)
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in done:
+                idx, actor = in_flight.pop(ref)
+                cfg = cfgs[idx]
+                attempts[idx] += 1
+                try:
+                    summary = ray.get(ref)
+                    if cfg.execution.reuse_actors:
+                        idle_workers.append(actor)
+                    else:
+                        ray.kill(actor, no_restart=True)
+                except Exception as exc:  # noqa: BLE001 - the driver itself died (or could not record)
+                    ray.kill(actor, no_restart=True)
+                    unwritable = storage_error(exc)
+                    if unwritable is not None:
+                        stopped = stopped or unwritable
+                        continue
+                    summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
+                                         error_class=classify_failure(exc),
+                                         results_dir=cfg.results_dir)
+                summary.attempts = attempts[idx]
+                if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
+                    endpoint = _endpoint(cfg) or "?"
+                    if endpoint not in lost:
+                        log.error("model endpoint %s lost (%s): no more runs against it are started", endpoint,
+                                  summary.engine_lost)
+                    lost.setdefault(endpoint, summary.engine_lost)
+                elif summary.error_class == "interrupted" and attempts[idx] < MAX_ATTEMPTS and stopped is None:
+                    log.warning("run %s interrupted (%s); running it again (attempt %d of %d)", cfg.run_id,
+                                (summary.error or "").splitlines()[0], attempts[idx] + 1, MAX_ATTEMPTS)
+                    queue.insert(0, (idx, cfg))
+                    continue
+                if summary.status == "failed" and summary.error and summary.error.startswith("driver died"):
+                    log.error("run %s failed: %s", cfg.run_id, summary.error)
+                    row = {**cfg.columns(), "status": "failed", "error": summary.error,
+                           "error_class": summary.error_class}
+                    try:
+                        ray.get(_actor(recorders[cfg.results_dir]).finish_run.remote(row, [], cfg.partition))
+                    except Exception as exc:  # noqa: BLE001 - unrecorded: a resume runs it (no runs row)
+                        stopped = stopped or storage_error(exc)
+                results[idx] = summary
+                if on_done:
+                    on_done(cfg, summary)
+        if lost:
+            raise engine_lost_error(lost, cfgs, results, held)
+        if stopped is not None:
+            done_n = sum(r is not None for r in results)
+            raise ResultsUnwritable(stopped.errno or 0, f"{stopped.strerror}; the sweep stopped with {done_n} of "
+                                    f"{len(cfgs)} runs recorded; make results_dir writable (free space) and run the "
+                                    "same command again to resume")
+    finally:
+        while len(idle_workers) > MAX_IDLE_DRIVERS:
+            ray.kill(idle_workers.pop(), no_restart=True)
+    return [r for r in results if r is not None]
+
+
+def _endpoint(cfg: RunConfig) -> str | None:
+    """The model endpoint a run calls (engine_alive.endpoint_name); None for scripted agents."""
+    if cfg.backend == "scripted":
+        return None
+    from masgrid._private.platform.engine_alive import endpoint_name
+
+    try:
+        return endpoint_name(cfg.model)
+    except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
+        return None
+
+
+def engine_lost_error(lost: dict[str, str], cfgs: list[RunConfig], results: list[RunSummary | None],
+                      held: list[int]) -> Exception:
+    """The one line a sweep ends with when model endpoints were lost: which, why, and what a
+    resume will run (the interrupted runs, recorded so, and those never started)."""
+    from masgrid._private.platform.engine_alive import EngineLost
+
+    interrupted = sum(r is not None and r.engine_lost is not None for r in results)
+    recorded = sum(r is not None for r in results)
+    endpoints = "; ".join(f"{endpoint} ({problem})" for endpoint, problem in lost.items())
+    return EngineLost(f"the model endpoint stopped answering: {endpoints}; {recorded} of {len(cfgs)} run(s) recorded "
+                      f"({interrupted} interrupted), {len(held)} not started: start the endpoint again and run the same "
+                      "command to resume them",
+                      next(iter(lost)), next(iter(lost.values())))
+
+
+def storage_error(exc: BaseException) -> ResultsUnwritable | None:
+    """The ResultsUnwritable behind an error a driver or the recorder raised, if any (the
+    recorder's own, not Ray's wrapper of it, whose text is the remote traceback)."""
+    from ray.exceptions import RayTaskError
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ResultsUnwritable) and not isinstance(e, RayTaskError):
+            return ResultsUnwritable(e.errno or 0, e.strerror or str(e))
+        todo += [getattr(e, "cause", None), e.__cause__, e.__context__]
+    return None
+
+
+@contextmanager
+def _storage_errors_unwrapped() -> Iterator[None]:
+    """A recorder that cannot even create its tables raises ResultsUnwritable here, unwrapped."""
+    try:
+        yield
+    except Exception as exc:
+        unwritable = storage_error(exc)
+        if unwritable is None:
+            raise
+        raise unwritable from None

@@ -1,0 +1,282 @@
+"""Sweeps: validate a whole grid, skip what is already recorded, run the rest on Ray.
+
+A run's identity is `RunConfig.run_id` (hash of the resolved config and seed, without
+`results_dir` and `execution`). The recorder names every file by run id and writes the
+`runs` row last, so "complete" means "has a runs row": resuming an interrupted sweep
+re-plans the grid against `results_dir/runs`, skips runs recorded ok or degraded, re-runs
+runs the platform interrupted (status failed, error_class interrupted) and invalid ones, and
+re-runs runs that failed on their own terms only when asked (`sweep.retry_failed=true`). The Hydra launcher in
+`hydra_plugins/masgrid_ray_launcher` feeds this module; `ray job submit` runs the same CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.config import ConfigError, RunConfig, format_validation_error
+from masgrid._private.platform.run_outcome import USABLE  # complete on resume: the statuses whose metrics tables use
+
+#: the config node holding sweep settings; stripped before RunConfig validation
+SWEEP_KEY = "sweep"
+
+
+class SweepSettings(BaseModel):
+    """How a grid is executed; never part of any run's identity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
+    retry_failed: bool = Field(False, description="re-run grid points that failed on their own terms "
+                                                  "(error_class task_error, config_error); interrupted ones always re-run")
+    retry_invalid: bool = Field(True, description="re-run grid points recorded invalid (their model calls failed: "
+                                                  "the endpoint may be back); false keeps them")
+    progress: Literal["auto", "rich", "plain", "off"] = Field(
+        "auto", description="auto: a live bar on a terminal, plain log lines otherwise (job logs)")
+    log_every_s: float = Field(10.0, ge=0, description="plain mode: at most one progress line per interval")
+    reuse_actors: bool = Field(True, description="runs borrow warm environment/agent hosts from the pool "
+                                                 "(execution.reuse_actors; see benchmarks/bench_runtime.py)")
+
+
+def split_job_config(data: Mapping[str, Any]) -> tuple[RunConfig, SweepSettings]:
+    """One composed job config (hydra node removed) -> validated run config and sweep settings."""
+    data = dict(data)
+    raw = data.pop(SWEEP_KEY, None) or {}
+    problems: list[str] = []
+    settings = cfg = None
+    try:
+        settings = SweepSettings.model_validate(raw)
+    except ValidationError as exc:
+        problems += [f"  {SWEEP_KEY}.{line.strip()}" for line in format_validation_error(exc).splitlines()[1:]]
+    try:
+        cfg = RunConfig.from_mapping(data)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()[1:]
+    if settings is None or cfg is None:
+        raise ConfigError("\n".join(["invalid configuration:", *problems]))
+    return cfg, settings
+
+
+@dataclass
+class SweepPlan:
+    """What a sweep will do, decided before Ray starts."""
+
+    total: int  # distinct grid points
+    todo: list[RunConfig]
+    skipped_ok: int = 0
+    skipped_failed: int = 0  # recorded failures left alone (retry_failed=false)
+    retried: int = 0  # recorded failures that will run again
+    interrupted: int = 0  # of those: runs the platform interrupted (always run again)
+    duplicates: int = 0  # job configs that resolve to an already listed run id
+
+
+def recorded_status(results_dir: str) -> dict[str, tuple[str, str | None]]:
+    """run_id -> (status, error_class) of every run with a runs row under results_dir (empty
+    if none); one dataset scan, damaged files set aside first (Recorder.run_outcomes)."""
+    from pathlib import Path
+
+    if not (Path(results_dir) / "runs").is_dir():
+        return {}
+    from masgrid._private.platform.recorder import Recorder
+
+    return Recorder(results_dir).run_outcomes()
+
+
+def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_invalid: bool = True) -> SweepPlan:
+    seen: set[tuple[str, str]] = set()
+    unique: list[RunConfig] = []
+    for cfg in cfgs:  # the same run in two results_dirs is two runs
+        if (cfg.results_dir, cfg.run_id) not in seen:
+            seen.add((cfg.results_dir, cfg.run_id))
+            unique.append(cfg)
+    from masgrid._private.platform.run_outcome import RERUN_CLASSES
+
+    statuses: dict[str, dict[str, tuple[str, str | None]]] = {}
+    plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
+    for cfg in unique:
+        if cfg.results_dir not in statuses:  # read once per results_dir, not once per run
+            statuses[cfg.results_dir] = recorded_status(cfg.results_dir)
+        status, error_class = statuses[cfg.results_dir].get(cfg.run_id, (None, None))
+        interrupted = status == "failed" and error_class in RERUN_CLASSES
+        if status in USABLE or (status == "invalid" and not retry_invalid):
+            plan.skipped_ok += 1
+        elif status is not None and status != "invalid" and not interrupted and not retry_failed:
+            plan.skipped_failed += 1
+        else:
+            plan.retried += status is not None
+            plan.interrupted += interrupted
+            plan.todo.append(cfg)
+    return plan
+
+
+class SweepResult(BaseModel):
+    total: int = 0
+    skipped_ok: int = 0
+    skipped_failed: int = 0
+    ran: int = 0
+    ok: int = 0
+    degraded: int = 0
+    invalid: int = 0
+    failed: int = 0
+    failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
+    error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
+
+    @property
+    def exit_code(self) -> int:
+        if self.error:
+            return 2
+        return 1 if self.failed or self.invalid else 0
+
+
+@dataclass
+class _Last:
+    result: SweepResult | None = None
+    show_config: str | None = None
+
+
+_LAST = _Last()
+
+
+def remember(result: SweepResult) -> None:
+    """Keep the result for the CLI (Hydra's multirun discards the launcher's return values)."""
+    _LAST.result = result
+
+
+def take_last_result() -> SweepResult | None:
+    result, _LAST.result = _LAST.result, None
+    return result
+
+
+def request_config_dump(kind: str | None) -> None:
+    """`masgrid run -m --cfg job`: the launcher prints every job's config instead of running."""
+    _LAST.show_config = kind
+
+
+def take_config_dump() -> str | None:
+    kind, _LAST.show_config = _LAST.show_config, None
+    return kind
+
+
+def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
+              on_start: Callable[[], None] | None = None) -> SweepResult:
+    """Plan, then execute the remaining runs with at most `settings.max_concurrent` in flight.
+    `on_start` is called once the sweep holds its results_dirs and passed preflight, before
+    any run starts: what it writes (the launcher's multirun.yaml) a refused sweep never writes."""
+    from masgrid._private.platform.launch import writer_locks
+
+    with writer_locks(cfgs):  # before planning: a second sweep on the same results_dir is refused here
+        return _run_sweep(cfgs, settings, on_start)
+
+
+def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
+               on_start: Callable[[], None] | None = None) -> SweepResult:
+    from masgrid._private.platform.preflight import preflight
+
+    plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
+    if plan.todo:
+        preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
+    if on_start is not None:
+        on_start()
+    from masgrid._private.platform.launch import ensure_ray, run_many
+    from masgrid._private.platform.progress import SweepProgress
+
+    result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
+    results_dirs = sorted({c.results_dir for c in cfgs})
+    progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
+    progress.note(f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, "
+                  f"{plan.skipped_failed} recorded as failed and left alone"
+                  f"{' (sweep.retry_failed=true re-runs them)' if plan.skipped_failed else ''}, "
+                  f"{len(plan.todo)} to run ({plan.retried} retries"
+                  f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
+                  f"at most {settings.max_concurrent} at once")
+
+    def on_done(cfg: RunConfig, summary: Any) -> None:
+        result.ran += 1
+        status = summary.status if summary.status in ("ok", "degraded", "invalid") else "failed"
+        setattr(result, status, getattr(result, status) + 1)
+        if status in ("invalid", "failed"):
+            result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
+        progress.advance(status=status)
+
+    if plan.todo:
+        ensure_ray(plan.todo[0].execution.ray_address)
+    progress.start()
+    todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
+            if settings.reuse_actors else c for c in plan.todo]  # placement only: run ids unchanged
+    try:
+        # on a cluster that outlives the command, the sweep's processes stay warm for the next one
+        run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done,
+                 keep_warm=settings.reuse_actors and all(c.execution.keep_warm for c in todo))
+    finally:
+        progress.stop()
+    progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "
+                  f"{result.invalid}, failed {result.failed}), "
+                  f"skipped {result.skipped_ok + result.skipped_failed}; results in "
+                  + ", ".join(f"{d}/runs" for d in results_dirs))
+    for run_id, err in result.failures.items():
+        progress.note(f"  {run_id}: {err}", err=True)
+    return result
+
+
+def collapsed_keys(cfgs: Sequence[RunConfig], settings: Sequence[SweepSettings] = ()) -> list[str]:
+    """Dotted keys the grid varies that cannot tell its runs apart.
+
+    Jobs with the same (results_dir, run_id) are one run; if their full configs differ, the
+    grid varies a key outside the run's identity (model.base_url, execution.*, ...) and
+    planning would silently keep one of them. Exact duplicates are fine. Sweep settings
+    apply to the whole sweep, so any `sweep.*` that differs between jobs is named too.
+    """
+    first: dict[tuple[str, str], RunConfig] = {}
+    keys: set[str] = set()
+    for cfg in cfgs:
+        ref = first.setdefault((cfg.results_dir, cfg.run_id), cfg)
+        if ref is not cfg:
+            keys |= _differing(ref.model_dump(mode="json"), cfg.model_dump(mode="json"))
+    for other in settings[1:]:
+        keys |= {f"{SWEEP_KEY}.{k}" for k in _differing(settings[0].model_dump(), other.model_dump())}
+    return sorted(keys)
+
+
+def _differing(a: Any, b: Any, prefix: str = "") -> set[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {k for key in a.keys() | b.keys()
+                for k in _differing(a.get(key), b.get(key), f"{prefix}{key}.")}
+    return set() if a == b else {prefix.rstrip(".")}
+
+
+def collapse_error(keys: Sequence[str], cfgs: Sequence[RunConfig] = ()) -> str:
+    """The one line refusing a grid that varies keys outside the run identity; a key the
+    grid's task ignores (`Task.ignored_keys`, e.g. SILO's mode) is named as such."""
+    ignored: dict[str, set[str]] = {}
+    for cfg in cfgs:
+        for key in set(keys) & set(get_task(cfg.task).ignored_keys):
+            ignored.setdefault(key, set()).add(cfg.task)
+    parts = []
+    other = [key for key in keys if key not in ignored]
+    if other:
+        parts.append(f"the sweep varies {', '.join(other)}, which is not part of a run's identity; "
+                     "jobs differing only there would collapse into one run. Sweep it in separate commands, "
+                     "each with its own results_dir")
+    by_tasks: dict[tuple[str, ...], list[str]] = {}
+    for key, tasks in sorted(ignored.items()):
+        by_tasks.setdefault(tuple(sorted(tasks)), []).append(key)
+    for task_names, names in by_tasks.items():
+        parts.append(f"the sweep varies {', '.join(names)}, which task {', '.join(task_names)} ignores (not part of its "
+                     "runs' identity): the jobs would repeat one run, not replicate it. Vary seed for repeats")
+    return "masgrid run: " + "; ".join(parts)
+
+
+def report_config_errors(errors: list[tuple[str, str]]) -> str:
+    """One message for every invalid job of a grid: `overrides` then the field errors."""
+    lines = [f"{len(errors)} job(s) of the sweep have an invalid configuration; nothing was run:"]
+    for overrides, msg in errors:
+        lines.append(f"- {overrides}")
+        lines.extend("    " + line for line in msg.splitlines())
+    text = "\n".join(lines)
+    print(text, file=sys.stderr)
+    return text

@@ -1,5 +1,0 @@
-"""What agents act on: communication protocols and benchmark tasks.
-
-This layer imports nothing of masgrid outside itself (bar `masgrid.resources`), so tasks
-and protocols can be used to generate, score and re-score without Ray.
-"""
