@@ -8,7 +8,6 @@ its own copy of conf/ (MASGRID_CONF), which masgrid hands to the job's driver pr
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.support.conf_copy import copy_all_conf
 from masgrid._private.analysis.usable_runs import usable
-from masgrid._private.resources import conf_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +36,7 @@ def sweep(results: Path, conf: Path, address: str) -> str:
 def test_prompt_edit_then_resume_reruns_exactly_the_affected_points(tmp_path, ray_session):
     address = ray_session.get_runtime_context().gcs_address
     conf = tmp_path / "conf"
-    shutil.copytree(conf_dir(), conf)
+    copy_all_conf(conf)
     results = tmp_path / "results"
     first = sweep(results, conf, address)
     assert "4 runs in the grid; 0 already complete" in first

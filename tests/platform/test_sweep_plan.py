@@ -127,9 +127,9 @@ def test_sweep_presets_compose_and_validate(tmp_path: Path):
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from masgrid._private.resources import conf_dir
+    from masgrid._private.resources import conf_dir, conf_file, conf_files
 
-    presets = sorted(p.stem for p in (conf_dir() / "sweep").glob("*.yaml"))
+    presets = sorted(p.stem for _, p in conf_files("sweep") if p.suffix == ".yaml")  # every family's
     assert "masbench" in presets and "simas" in presets
     simas_data = _paper_sized_simas_data(tmp_path / "simas")
     GlobalHydra.instance().clear()
@@ -146,7 +146,7 @@ def test_sweep_presets_compose_and_validate(tmp_path: Path):
                 data = copy.deepcopy(base)
                 for key, value in zip(params, combo):  # dotted keys (agentsnet.byzantine) nest
                     if key == "model":  # a config group: the value names conf/model/<value>.yaml
-                        data["model"] = OmegaConf.to_container(OmegaConf.load(conf_dir() / "model" / f"{value}.yaml"))
+                        data["model"] = OmegaConf.to_container(OmegaConf.load(conf_file(f"model/{value}.yaml")))
                         continue
                     *parents, leaf = key.split(".")
                     node = data

@@ -32,13 +32,18 @@ NAMESPACE = "masgrid"
 
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
-    """12 hex digits over the path, size and mtime of every masgrid source and conf file
-    (a few hundred stat calls, about a millisecond), so warm actors never run stale code."""
+    """12 hex digits over the path, size and mtime of every masgrid source and config file,
+    installed families' included (a few hundred stat calls, about a millisecond), so warm
+    actors never run stale code."""
     import masgrid
-    from masgrid._private.resources import conf_dir
+    from masgrid._private.resources import conf_roots
+    from masgrid.family import families
 
+    package = Path(masgrid.__file__).parent
+    outside = [f.folder for f in families().values() if f.folder is not None and package not in f.folder.parents]
     digest = hashlib.sha1(os.environ.get("MASGRID_CONF", "").encode())
-    for root, pattern in ((Path(masgrid.__file__).parent, "*.py"), (conf_dir(), "*")):
+    roots = [(package, "*.py"), *((folder, "*.py") for folder in outside), *((root, "*") for root in conf_roots())]
+    for root, pattern in roots:
         for path in sorted(root.rglob(pattern)):
             if "__pycache__" in path.parts or not path.is_file():
                 continue

@@ -15,4 +15,5 @@ FAMILY = Family(
     site_score=("soft_score", "soft score"),
     compare=(("model", "task", "graph", "agents", "condition"), ("success", "soft_score", "tokens_total")),
     docs="docs/agentsnet.md",
+    conf="conf",  # prompts, data, sweeps and model presets: on Hydra's search path and read by resources
 )

@@ -8,7 +8,7 @@ Choices where the paper is silent (also in docs/agentsnet.md):
 - one `numpy.random.Generator` seeded from (seed, model, n) drives the graph and the
   names, so the same arguments give the same graph on every machine;
 - nodes are numbered 0..n-1 in generator order; agent i is node i;
-- names come from conf/data/first_names.txt (240 names); larger graphs additionally use
+- names come from masgrid/families/agentsnet/conf/data/first_names.txt (240 names); larger graphs additionally use
   hyphenated double names ("Ada-Linus"), still distinct and still human-looking.
 """
 
@@ -94,7 +94,7 @@ def first_names() -> tuple[str, ...]:
     lines = read_text("data/first_names.txt").splitlines()
     names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
     if len(set(names)) != len(names):
-        raise ValueError("conf/data/first_names.txt has duplicate names")
+        raise ValueError("masgrid/families/agentsnet/conf/data/first_names.txt has duplicate names")
     return names
 
 

@@ -18,7 +18,7 @@ Messages (calls 1..T):
 4. keys that name an agent who is not a neighbour are dropped silently and the rest is
    delivered; a key that is not an agent name at all rejects the candidate.
 "Agent name" is, as in the reference, a name of the global pool the graph's names are
-drawn from: here conf/data/first_names.txt and the hyphenated pairs of two of them that
+drawn from: here masgrid/families/agentsnet/conf/data/first_names.txt and the hyphenated pairs of two of them that
 large graphs use (`graphs.is_agent_name`), plus the agent's own neighbours.
 
 Final answer (call T + 1): the first "### Final Answer ###" that is followed, after

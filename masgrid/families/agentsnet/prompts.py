@@ -1,4 +1,4 @@
-"""AgentsNet system prompts (appendix A) from the templates in conf/prompts/agentsnet.
+"""AgentsNet system prompts (appendix A) from the templates in masgrid/families/agentsnet/conf/prompts/agentsnet.
 
 The standard prompt fills system.txt with the agent's name, its neighbours, the round
 count and the two task parts; a prompt variant (appendix J, `condition=`) adds a preamble

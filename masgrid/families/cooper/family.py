@@ -21,4 +21,5 @@ FAMILY = Family(
         usage="eval|demo-data|judge|sweep ...  CooperBench: merge and test patches (e.g. --gold); the synthetic "
               "pool; the appendix J judge")},
     docs="docs/tasks/cooperbench.md",
+    conf="conf",  # prompts, data, sweeps and model presets: on Hydra's search path and read by resources
 )

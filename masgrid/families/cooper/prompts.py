@@ -1,4 +1,4 @@
-"""CooperBench prompt texts (conf/prompts/cooper/prompts.yaml), rendered with string.Template.
+"""CooperBench prompt texts (masgrid/families/cooper/conf/prompts/cooper/prompts.yaml), rendered with string.Template.
 
 Two phases (section 3): planning (agents talk, then each writes its plan as the summary of
 `finish`), then execution with that plan in the system prompt. The execution prompt keeps

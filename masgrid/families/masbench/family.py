@@ -11,4 +11,5 @@ FAMILY = Family(
     site_score=("sr", "SR"),
     compare=(("model", "task", "protocol", "condition", "agents", "k"), ("sr", "success", "rounds", "tokens_total")),
     docs="docs/tasks/masbench.md",
+    conf="conf",  # prompts, data, sweeps and model presets: on Hydra's search path and read by resources
 )

@@ -1,4 +1,4 @@
-"""BUILD_PROMPT of MAS-Bench (appendix D and F.6), from the templates in conf/prompts/masbench.
+"""BUILD_PROMPT of MAS-Bench (appendix D and F.6), from the templates in masgrid/families/masbench/conf/prompts/masbench.
 
 The system message is header + command reference + example reply + behaviour list; between
 conditions only the behaviour list changes, and phase 2 of a two-phase condition adds the

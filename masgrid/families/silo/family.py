@@ -12,4 +12,5 @@ FAMILY = Family(
     site_score=("pcs", "P (partial correctness)"),
     compare=(("model", "task", "protocol", "condition", "agents"), ("sr", "pcs", "tokens_total")),
     docs="docs/tasks/silo.md",
+    conf="conf",  # prompts, data, sweeps and model presets: on Hydra's search path and read by resources
 )

@@ -2,7 +2,7 @@
 
 Each SILO task page must state exactly what the agent is told to submit and how close it
 must be; copying those texts by hand drifts. This renders, per level, the `answer_format`
-(and the oracle's format where it differs) verbatim from conf/prompts/silo/tasks, next to
+(and the oracle's format where it differs) verbatim from masgrid/families/silo/conf/prompts/silo/tasks, next to
 the tolerance the scorer applies (`SiloSpec.tolerance`), and rewrites the block between the
 markers in each page. `python -m masgrid.families.silo.formats_doc` regenerates them;
 tests/families/silo/test_formats_doc.py fails when a page is stale.
@@ -42,7 +42,7 @@ def render(level: int) -> str:
     import masgrid._private.envs.tasks  # noqa: F401
 
     rows = [BEGIN, "",
-            "What each agent is told to submit (the `answer_format` of `conf/prompts/silo/tasks/<id>.yaml`, "
+            "What each agent is told to submit (the `answer_format` of `masgrid/families/silo/conf/prompts/silo/tasks/<id>.yaml`, "
             "verbatim; `$` names are filled per instance) and the tolerance the scorer applies. \"exact\": "
             "equal to the truth after the parser's normalisations described on this page.", ""]
     oracle = level == 2

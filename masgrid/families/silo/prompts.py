@@ -1,7 +1,7 @@
-"""SILO-Bench system prompts (appendix B), built from the templates in conf/prompts/silo.
+"""SILO-Bench system prompts (appendix B), built from the templates in masgrid/families/silo/conf/prompts/silo.
 
 Every agent of a run gets the same text except its id and its local data: the task
-description (conf/prompts/silo/tasks/<task_id>.yaml), the protocol's command list, the
+description (masgrid/families/silo/conf/prompts/silo/tasks/<task_id>.yaml), the protocol's command list, the
 answer format, and the scaffold text of the run's condition (appendix H). Coordination
 ideas are phrased as options; no agent is given a role.
 """

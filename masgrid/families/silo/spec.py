@@ -5,7 +5,7 @@ global input, the exact per-agent ground truth, the answer parser, correctness a
 per-agent quality q_i (section 3.3), and the classical solution used by the scripted
 policy (share a payload with everyone, then solve from all payloads). The adapter in
 this package turns every registered spec into a masgrid `Task` named `silo/<task_id>`;
-prompts come from conf/prompts/silo/tasks/<task_id>.yaml.
+prompts come from masgrid/families/silo/conf/prompts/silo/tasks/<task_id>.yaml.
 
 Levels: I = aggregation (every agent outputs the same global answer), II = mesh (agent i
 outputs the result for its own segment), III = global shuffle (every agent outputs the

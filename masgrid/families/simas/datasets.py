@@ -1,6 +1,6 @@
 """SIMAS question sets, read from local files in their public layouts (nothing is downloaded).
 
-Layouts under `simas.data_dir` (default: the small set we wrote, conf/data/simas):
+Layouts under `simas.data_dir` (default: the small set we wrote, masgrid/families/simas/conf/data/simas):
 - MMLU: either the original CSV distribution, `mmlu/test/<subject>_test.csv` (no header;
   question, four choices, answer letter), or the Hugging Face parquet export,
   `mmlu/<subject>/test-*.parquet` (columns question, choices, answer index).
@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from masgrid._private.resources import conf_cached, conf_dir
+from masgrid._private.resources import conf_cached, conf_file
 
 DATASETS = ("mmlu", "ekar", "aime", "open", "coding")
 #: datasets whose final answer is free text, judged against criteria instead of a key
@@ -92,7 +92,7 @@ class GenerationRecord(BaseModel):
 
 
 def default_data_dir() -> Path:
-    return conf_dir() / "data" / "simas"
+    return conf_file("data/simas")
 
 
 def data_root(data_dir: str | None) -> Path:

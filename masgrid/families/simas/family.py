@@ -18,4 +18,5 @@ FAMILY = Family(
         usage="RESULTS_DIR [--model PRESET] [--set key=value] [--where column=value]  SIMAS vs CoT pairwise "
               "judge (generation questions)")},
     docs="docs/tasks/simas.md",
+    conf="conf",  # prompts, data, sweeps and model presets: on Hydra's search path and read by resources
 )

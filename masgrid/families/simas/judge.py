@@ -31,15 +31,17 @@ from masgrid.families.simas.datasets import Question
 from masgrid._private.envs.tokens import get_counter
 from masgrid.families.simas.judge_pairs import Pair, find_pairs, pair_id, question_of
 from masgrid.families.simas.judge_records import OrderResult, is_done, rows_for, write_part
-from masgrid._private.resources import conf_dir
+from masgrid._private.resources import conf_file
 
 def judge_settings(preset: str | None, overrides: list[str]) -> BackendSettings:
     """The judge's endpoint: a conf/model preset, then `key=value` overrides (any BackendSettings field)."""
     data: dict[str, Any] = {}
     if preset:
-        path = conf_dir() / "model" / f"{preset}.yaml"
-        if not path.is_file():
-            raise ValueError(f"judge: no model preset {preset!r} (expected {path})")
+        try:
+            path = conf_file(f"model/{preset}.yaml")
+        except FileNotFoundError:
+            raise ValueError(f"judge: no model preset {preset!r} (no model/{preset}.yaml in conf/ "
+                             "or a family's conf/)") from None
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     for item in overrides:
         key, sep, value = item.partition("=")

@@ -17,9 +17,9 @@ class SimasOptions(BaseModel):
     rounds: int = Field(3, ge=1, le=50, description="discussion rounds T (Algorithm 1; the paper uses 3)")
     profiles: Literal["generate", "pool"] = Field(
         "generate", description="generate: the model writes the n profiles once per run before the discussion "
-        "(section 3.3); pool: profiles drawn by seed from conf/simas/profiles.yaml")
+        "(section 3.3); pool: profiles drawn by seed from masgrid/families/simas/conf/simas/profiles.yaml")
     data_dir: str | None = Field(None, description="directory holding the datasets in their public layouts; "
-                                                   "null = the small question set shipped in conf/data/simas")
+                                                   "null = the small question set shipped in masgrid/families/simas/conf/data/simas")
     subject: str | None = Field(None, description="MMLU subject, e.g. college_physics (simas/mmlu only)")
     question: int = Field(0, ge=0, description="index of the question within the sampled set")
     sample: int = Field(17, ge=1, description="questions sampled per subject (the paper: 17)")

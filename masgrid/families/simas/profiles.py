@@ -3,7 +3,7 @@ per agent, distinct across the agents of a run (Property 4).
 
 Two sources: the model writes them once per run before the discussion
 (`simas.profiles=generate`, parsed by `parse_profiles`, one retry, then the pool with a
-recorded flag), or they are drawn by seed from conf/simas/profiles.yaml (`pool`).
+recorded flag), or they are drawn by seed from masgrid/families/simas/conf/simas/profiles.yaml (`pool`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def pool() -> dict[str, list[str]]:
     data = yaml.safe_load(read_text("simas/profiles.yaml"))
     for key in ("personalities", "beliefs", "expertise"):
         if not data.get(key):
-            raise ValueError(f"conf/simas/profiles.yaml lacks {key}")
+            raise ValueError(f"masgrid/families/simas/conf/simas/profiles.yaml lacks {key}")
     return data
 
 
@@ -58,7 +58,7 @@ def pool_profiles(n: int, seed: int) -> list[Profile]:
             out.append(p)
         i += 1
         if i > 100 * (n + 10):  # the pool cannot yield n distinct triples
-            raise ValueError(f"conf/simas/profiles.yaml cannot give {n} distinct profiles")
+            raise ValueError(f"masgrid/families/simas/conf/simas/profiles.yaml cannot give {n} distinct profiles")
     return out
 
 

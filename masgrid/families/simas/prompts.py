@@ -1,4 +1,4 @@
-"""SIMAS prompt texts (conf/prompts/simas/prompts.yaml), rendered with string.Template.
+"""SIMAS prompt texts (masgrid/families/simas/conf/prompts/simas/prompts.yaml), rendered with string.Template.
 
 System prompt of a discussant: its description ("the i-th assistant in the group chat",
 section 3.3), then the profile attributes the condition keeps (Table 4's ablations:

@@ -13,14 +13,15 @@ import yaml
 from masgrid._private.actors.backends.sampling import PARAMETERS, PaperSampling
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.serving import compose_model
+from masgrid._private.resources import conf_file, conf_files
 
 ROOT = Path(__file__).resolve().parents[3]
-PRESETS = sorted((ROOT / "conf" / "model").glob("*.yaml"))
+PRESETS = [path for rel, path in conf_files("model") if rel.endswith(".yaml")]  # core and every family's
 PAPER_PRESETS = [p.stem for p in PRESETS if "paper_sampling" in yaml.safe_load(p.read_text())]
 
 
 def raw(stem: str) -> dict:
-    return yaml.safe_load((ROOT / "conf" / "model" / f"{stem}.yaml").read_text())
+    return yaml.safe_load(conf_file(f"model/{stem}.yaml").read_text())
 
 
 @pytest.mark.parametrize("path", PRESETS, ids=lambda p: p.stem)

@@ -11,11 +11,10 @@ import pytest
 
 from masgrid._private.actors.serving.spec import parse_serving
 from masgrid._private.platform.serving import compose_model
-from masgrid._private.resources import conf_dir
+from masgrid._private.resources import conf_files
 from tests.support.engine import engine_missing
 
-VLLM_PRESETS = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml")
-                      if "kind: vllm" in p.read_text())
+VLLM_PRESETS = sorted(p.stem for _, p in conf_files("model") if p.suffix == ".yaml" and "kind: vllm" in p.read_text())
 
 
 def test_presets_are_listed():

@@ -8,15 +8,14 @@ points whose run id changed with the set this test names as affected.
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from masgrid import resources
+from tests.support.conf_copy import copy_all_conf
+from masgrid._private import resources
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.resources import conf_dir
 
 GRID = [
     *(dict(task=t, protocol=p, agents=n, k=2, condition=c)
@@ -31,7 +30,7 @@ GRID = [
 @pytest.fixture
 def conf_copy(tmp_path, monkeypatch):
     copy = tmp_path / "conf"
-    shutil.copytree(conf_dir(), copy)
+    copy_all_conf(copy)
     monkeypatch.setenv("MASGRID_CONF", str(copy))
     resources.reload()
     yield copy

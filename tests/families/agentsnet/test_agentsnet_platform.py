@@ -14,9 +14,9 @@ from masgrid.families.agentsnet.analysis import write_report
 from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.prompts import variants
 from masgrid.families.agentsnet.simulate import run_scripted
+from masgrid._private.resources import conf_file
 from masgrid._private.platform.config import ConfigError, RunConfig
 from masgrid._private.platform.launch import run_local
-from masgrid._private.resources import conf_dir
 
 
 def _cfg(tmp: Path, **over: object) -> RunConfig:
@@ -70,7 +70,7 @@ def test_agentsnet_block_does_not_change_other_run_ids(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("preset", ["agentsnet", "agentsnet_scaling", "agentsnet_byzantine", "agentsnet_prompts"])
 def test_sweep_presets_name_valid_values(preset: str, tmp_path: Path) -> None:
-    spec = yaml.safe_load((conf_dir() / "sweep" / f"{preset}.yaml").read_text())
+    spec = yaml.safe_load(conf_file(f"sweep/{preset}.yaml").read_text())
     params = {k: str(v).split(",") for k, v in spec["hydra"]["sweeper"]["params"].items()}
     for task in params["task"]:
         get_task(task)

@@ -9,7 +9,7 @@ import yaml
 from masgrid._private.envs.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[3]
-PROMPTS = ROOT / "conf" / "prompts" / "masbench"
+PROMPTS = ROOT / "masgrid" / "families" / "masbench" / "conf" / "prompts" / "masbench"
 
 CONDITIONS = ["base", "abl_message", "abl_submit", "camoc"]
 
@@ -229,12 +229,12 @@ def test_one_agent_prompt_names_no_other_agent_and_allows_its_sorted_list(task_n
 
 
 def test_a_solo_sentence_that_no_longer_matches_its_command_file_is_an_error(tmp_path, monkeypatch):
-    import shutil
 
-    from masgrid import resources
+    from masgrid._private import resources
+    from tests.support.conf_copy import copy_all_conf
 
     copy = tmp_path / "conf"
-    shutil.copytree(resources.conf_dir(), copy)
+    copy_all_conf(copy)
     path = copy / "prompts" / "masbench" / "commands_kv.txt"
     path.write_text(path.read_text().replace("all agents read and write", "every agent reads and writes"))
     monkeypatch.setenv("MASGRID_CONF", str(copy))

@@ -32,7 +32,7 @@ TITLES = {
     "II-17": "Diff Array", "II-18": "List Ranking", "II-19": "Merge Neighbors",
     "II-20": "Pipeline Hash",
 }
-PROMPTS = Path(__file__).resolve().parents[3] / "conf" / "prompts" / "silo" / "tasks"
+PROMPTS = Path(__file__).resolve().parents[3] / "masgrid" / "families" / "silo" / "conf" / "prompts" / "silo" / "tasks"
 
 
 def spec(task_id: str) -> SiloSpec:

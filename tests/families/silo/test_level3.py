@@ -400,7 +400,7 @@ def test_ordered_quality_fast_path_matches_dp() -> None:
 
 
 # -- prompt texts -----------------------------------------------------------------------
-PROMPTS = __import__("pathlib").Path(__file__).resolve().parents[3] / "conf" / "prompts" / "silo" / "tasks"
+PROMPTS = __import__("pathlib").Path(__file__).resolve().parents[3] / "masgrid" / "families" / "silo" / "conf" / "prompts" / "silo" / "tasks"
 
 
 @pytest.mark.parametrize("task_id", IDS)

@@ -23,7 +23,7 @@ PAPER = {"simas_llama_3_1_8b": "meta-llama/Llama-3.1-8B-Instruct",
 
 @pytest.mark.parametrize("stem", sorted(PAPER))
 def test_preset_is_a_paper_preset_served_from_local_weights(stem: str) -> None:
-    raw = yaml.safe_load((ROOT / "conf" / "model" / f"{stem}.yaml").read_text())
+    raw = yaml.safe_load((ROOT / "masgrid/families/simas/conf/model" / f"{stem}.yaml").read_text())
     assert raw["paper_sampling"]["papers"] == ["simas"] and raw["paper_sampling"]["model"] == PAPER[stem]
     settings = compose_model([f"model={stem}"])
     # the paper states no sampling: every parameter unknown, nothing sent
@@ -40,6 +40,6 @@ def test_preset_is_a_paper_preset_served_from_local_weights(stem: str) -> None:
 
 
 def test_sweeps_name_the_presets() -> None:
-    text = (ROOT / "conf" / "sweep" / "simas.yaml").read_text()
+    text = (ROOT / "masgrid/families/simas/conf/sweep/simas.yaml").read_text()
     assert all(stem in text for stem in PAPER)
-    assert "simas_llama_3_1_70b" in (ROOT / "conf" / "sweep" / "simas_ablation.yaml").read_text()
+    assert "simas_llama_3_1_70b" in (ROOT / "masgrid/families/simas/conf/sweep/simas_ablation.yaml").read_text()

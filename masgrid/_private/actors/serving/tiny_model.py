@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from masgrid._private.resources import conf_dir
+from masgrid._private.resources import conf_dir, conf_files, conf_roots
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +83,20 @@ class TinySpec(BaseModel):
     init_std: float = Field(0.5, gt=0, description="weight scale: large enough that replies vary")
 
 
+def _shipped_roots() -> tuple[Path, ...]:
+    """The core tree and the folders of the families masgrid ships: a family installed from
+    elsewhere must not change the model that a seed builds."""
+    package = Path(__file__).resolve().parents[3]
+    return tuple(root for root in conf_roots() if root == conf_dir() or package in root.parents)
+
+
 def corpus(seed: int) -> list[str]:
     """Training text: masgrid's prompt files (sorted), fixed word lists and numbers, shuffled
     with the seed. Only files the project ships, so the build needs nothing from outside."""
     texts: list[str] = []
-    prompts = conf_dir() / "prompts"
-    for path in sorted(p for p in prompts.rglob("*") if p.is_file() and p.suffix in (".txt", ".yaml", ".md", ".j2")):
-        texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    for _, path in conf_files("prompts", _shipped_roots()):
+        if path.suffix in (".txt", ".yaml", ".md", ".j2"):
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
     rng = random.Random(seed)
     texts += [" ".join(rng.choice(_WORDS) for _ in range(40)) for _ in range(200)]
     texts += [" ".join(str(rng.randrange(10_000)) for _ in range(40)) for _ in range(200)]
