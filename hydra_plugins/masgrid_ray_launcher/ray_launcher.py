@@ -106,15 +106,16 @@ class MasgridRayLauncher(Launcher):
         from masgrid._private.platform.preflight import PreflightError, check_results_dir
         from masgrid._private.platform.storage import ResultsUnwritable
         from masgrid._private.platform.results_lock import ResultsDirBusy
-        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys, remember,
-                                            report_config_errors, run_sweep, split_job_config, take_config_dump)
+        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys,
+                                                     report_config_errors, run_sweep, split_job_config, sweep_call)
 
         assert self.hydra_context is not None and self.config is not None
         setup_globals()
-        show = take_config_dump()
+        call = sweep_call(self.task_function)  # the caller's: show_config in, result out
+        show = call.show_config
         if not job_overrides:
-            remember(SweepResult(error=_fail("masgrid run: the sweep expands to no job "
-                                             "(an empty value list among the overrides?); nothing was run")))
+            call.result = SweepResult(error=_fail("masgrid run: the sweep expands to no job "
+                                                  "(an empty value list among the overrides?); nothing was run"))
             return []
         composer = JobComposer(self.hydra_context.config_loader, self.config)
         jobs, cfgs, all_settings, errors = [], [], [], []
@@ -137,14 +138,14 @@ class MasgridRayLauncher(Launcher):
             cfgs.append(cfg)
             all_settings.append(job_settings)
         if errors:
-            remember(SweepResult(total=len(job_overrides), error=report_config_errors(errors)))
+            call.result = SweepResult(total=len(job_overrides), error=report_config_errors(errors))
             return []
         if show:
-            remember(SweepResult(total=len(job_overrides)))
+            call.result = SweepResult(total=len(job_overrides))
             return []
         collapsed = collapsed_keys(cfgs, all_settings)
         if collapsed:
-            remember(SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed, cfgs))))
+            call.result = SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed, cfgs)))
             return []
         try:
             for results_dir in sorted({cfg.results_dir for cfg in cfgs}):
@@ -152,9 +153,9 @@ class MasgridRayLauncher(Launcher):
             result = run_sweep(cfgs, all_settings[0], on_start=self._save_sweep_config)
         except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy, ResultsUnwritable,
                 EngineLost) as exc:  # bad, undeployable or lost endpoint, results_dir busy or refusing writes
-            remember(SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}")))
+            call.result = SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}"))
             return []
-        remember(result)
+        call.result = result
         returns = []
         for overrides, sweep_config, cfg in jobs:
             ret = JobReturn(overrides=list(overrides), cfg=None, hydra_cfg=sweep_config,

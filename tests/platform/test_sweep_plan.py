@@ -199,3 +199,21 @@ def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
     now[0] = 62.0
     progress.advance()  # then a run every 2 s: 8 left -> 16 s
     assert progress.line() == "[sweep] 2/10 done, 0 degraded, 0 invalid, 0 failed, 30.0 runs/min, elapsed 0:01:02, eta 0:00:16"
+
+
+def test_the_launcher_answers_the_call_that_started_it_not_a_module_mailbox():
+    """`masgrid run -m` hands the launcher a SweepCall on its task function; a task function
+    without one (Hydra started by other code) gets a fresh call, so no outcome leaks between."""
+    from masgrid._private.platform.sweep import SWEEP_CALL_ATTR, SweepCall, SweepResult, sweep_call
+
+    def entry() -> None: ...
+
+    def other() -> None: ...
+
+    mine = SweepCall(show_config="job")
+    setattr(entry, SWEEP_CALL_ATTR, mine)
+    assert sweep_call(entry) is mine
+    sweep_call(entry).result = SweepResult(total=3, failed=1)
+    fresh = sweep_call(other)
+    assert fresh is not mine and fresh.result is None and fresh.show_config is None
+    assert mine.result is not None and mine.result.exit_code == 1

@@ -226,19 +226,18 @@ def _run(args: list[str]) -> int:
             print(f"masgrid run: with -m, only --cfg job is supported (every job's configuration), not {show!r}",
                   file=sys.stderr)
             return 2
-        from masgrid._private.platform.sweep import request_config_dump
-
         flags = _without_flag(flags, "--cfg", "-c", "--resolve")  # the jobs' configs print resolved
-        request_config_dump(show)
+    else:
+        show = None
     # a sweep's results_dir is checked (and created) by the launcher, once every job is valid
-    return _hydra_run([*flags, *overrides], multirun)
+    return _hydra_run([*flags, *overrides], multirun, show)
 
 
-def _hydra_run(argv: list[str], multirun: bool) -> int:
+def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from masgrid._private.platform.sweep import take_config_dump, take_last_result
+    from masgrid._private.platform.sweep import SWEEP_CALL_ATTR, SweepCall
 
     outcome: dict[str, Any] = {}
     if not multirun:
@@ -251,16 +250,17 @@ def _hydra_run(argv: list[str], multirun: bool) -> int:
     def hydra_entry(cfg: DictConfig) -> None:
         _execute_run(OmegaConf.to_container(cfg, resolve=True), outcome)  # type: ignore[arg-type]
 
+    call = SweepCall(show_config=show_config)
+    # hydra.main keeps the undecorated function and passes it to the launcher, which answers here
+    setattr(hydra_entry.__wrapped__, SWEEP_CALL_ATTR, call)
     saved = sys.argv
     sys.argv = ["masgrid run", *argv]
     try:
         hydra_entry()
     finally:
         sys.argv = saved
-        take_config_dump()  # not left behind for a later call in this process
-    swept = take_last_result()  # set by the masgrid_ray launcher in multirun mode
-    if swept is not None:
-        return swept.exit_code
+    if call.result is not None:  # the masgrid_ray launcher ran (multirun mode)
+        return call.result.exit_code
     if multirun:  # Hydra's sweeper never called the launcher
         print("masgrid run: the sweep expands to no job; nothing was run", file=sys.stderr)
         return 2

@@ -133,33 +133,28 @@ class SweepResult(BaseModel):
         return 1 if self.failed or self.invalid else 0
 
 
+#: the attribute of the task function through which `masgrid run -m` and the launcher talk
+SWEEP_CALL_ATTR = "masgrid_sweep"
+
+
 @dataclass
-class _Last:
+class SweepCall:
+    """One `masgrid run -m` call's exchange with the masgrid_ray launcher.
+
+    `hydra.main` discards what a launcher returns in multirun mode, but it hands the launcher
+    the task function itself; the CLI attaches this object to its task function, the launcher
+    reads `show_config` from it and stores `result` in it. Scoped to the call: two sweeps in
+    one process (a notebook, the tests) cannot see each other's outcome."""
+
+    show_config: str | None = None  # `--cfg job`: print every job's config instead of running
     result: SweepResult | None = None
-    show_config: str | None = None
 
 
-_LAST = _Last()
-
-
-def remember(result: SweepResult) -> None:
-    """Keep the result for the CLI (Hydra's multirun discards the launcher's return values)."""
-    _LAST.result = result
-
-
-def take_last_result() -> SweepResult | None:
-    result, _LAST.result = _LAST.result, None
-    return result
-
-
-def request_config_dump(kind: str | None) -> None:
-    """`masgrid run -m --cfg job`: the launcher prints every job's config instead of running."""
-    _LAST.show_config = kind
-
-
-def take_config_dump() -> str | None:
-    kind, _LAST.show_config = _LAST.show_config, None
-    return kind
+def sweep_call(task_function: object) -> SweepCall:
+    """The caller's SweepCall, or a fresh one when Hydra was started by other code (its result
+    then only reaches the caller as Hydra's JobReturns)."""
+    call = getattr(task_function, SWEEP_CALL_ATTR, None)
+    return call if isinstance(call, SweepCall) else SweepCall()
 
 
 def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
