@@ -14,7 +14,6 @@ choice, not once per job), a grid whose jobs would collapse into one run is refu
 
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,5 +176,5 @@ class MasgridRayLauncher(Launcher):
 
 
 def _fail(line: str) -> str:
-    print(line, file=sys.stderr)
+    log.error("%s", line)
     return line

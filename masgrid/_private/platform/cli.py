@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     # Local Ray needs no token auth (the Makefile sets the same); a user's own setting wins.
     # Before anything imports Ray, so `masgrid run` prints no token-auth warning.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    from masgrid._private.platform.console_log import configure_cli_logging
+
+    configure_cli_logging()  # library code logs; the command shows it (console_log.py)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())

@@ -18,7 +18,6 @@ import asyncio
 import hashlib
 import logging
 import os
-import sys
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,7 +33,7 @@ from masgrid._private.platform.results_lock import ResultsLock
 from masgrid._private.platform.run_status import RunName
 from masgrid._private.platform.run_outcome import classify_failure
 
-log = logging.getLogger("masgrid")
+log = logging.getLogger(__name__)
 NAMESPACE = "masgrid"
 #: session-wide actors (a recorder per results_dir, the host pool), kept alive here: an
 #: actor whose last handle goes out of scope is destroyed, and a later lookup by name
@@ -189,8 +188,7 @@ class DriverWorker:
             dead = {job for job in set(self.owners.values()) if not job_alive(job)}
             for task, job in list(self.owners.items()):
                 if job in dead and not task.done():
-                    print(f"masgrid: cancelling a run of job {job}: the command that submitted it is gone",
-                          file=sys.stderr, flush=True)
+                    log.warning("masgrid: cancelling a run of job %s: the command that submitted it is gone", job)
                     task.cancel()
 
 
@@ -356,7 +354,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 for c in cfgs]
     _ensure_deployments(cfgs)
     for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
-        print(f"masgrid: {len(cfgs)} run(s); results are written to {root}/{{runs,agents,events}}", flush=True)
+        log.info("masgrid: %d run(s); results are written to %s/{runs,agents,events}", len(cfgs), root)
     recorders: dict[str, Any] = {}
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}

@@ -13,8 +13,8 @@ disk refuses (full, read-only) raises `ResultsUnwritable`, which stops the sweep
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ TABLES = ("runs", "agents", "events")
 COMPRESSION = "zstd"
 #: what a resume reads of each recorded run
 OUTCOME_SCHEMA = pa.schema([("run_id", pa.string()), ("status", pa.string()), ("error_class", pa.string())])
+
+log = logging.getLogger(__name__)
 
 
 def _without_partitions(schema: pa.Schema) -> pa.Schema:
@@ -146,7 +148,7 @@ class Recorder:
         from masgrid._private.analysis.integrity import check_results, describe
 
         for line in describe(check_results(self.root)):
-            print(f"masgrid: {line}", file=sys.stderr, flush=True)
+            log.warning("masgrid: %s", line)
         import pyarrow.dataset as ds  # here: it imports pandas, which nothing else of a run needs
 
         files = sorted((self.root / "runs").rglob("part-*.parquet"))
@@ -173,5 +175,5 @@ class Recorder:
                                   error=f"{type(exc).__name__}: {exc}"[:200],
                                   lost=f"the runs row of run {path.stem.removeprefix('part-')}: it runs again"))
         for line in describe(quarantine(self.root, bad)):
-            print(f"masgrid: {line}", file=sys.stderr, flush=True)
+            log.warning("masgrid: %s", line)
         return pa.concat_tables(parts) if parts else OUTCOME_SCHEMA.empty_table()

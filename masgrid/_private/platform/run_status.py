@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-log = logging.getLogger("masgrid")
+log = logging.getLogger(__name__)
 NAMESPACE = "masgrid"
 #: 30 s, not 1 s: a SIMAS sweep (100 runs of 1-12 s at 4 in flight, 2 cores) spent 0.85 CPU s
 #: per run on this process, the largest per-run cost (benchmarks/results/simas_sweep.md); a

@@ -11,7 +11,7 @@ re-runs runs that failed on their own terms only when asked (`sweep.retry_failed
 
 from __future__ import annotations
 
-import sys
+import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +24,8 @@ from masgrid._private.platform.run_outcome import USABLE  # complete on resume: 
 
 #: the config node holding sweep settings; stripped before RunConfig validation
 SWEEP_KEY = "sweep"
+
+log = logging.getLogger(__name__)
 
 
 class SweepSettings(BaseModel):
@@ -273,5 +275,5 @@ def report_config_errors(errors: list[tuple[str, str]]) -> str:
         lines.append(f"- {overrides}")
         lines.extend("    " + line for line in msg.splitlines())
     text = "\n".join(lines)
-    print(text, file=sys.stderr)
+    log.error("%s", text)
     return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 import pytest
 
@@ -33,12 +35,13 @@ def test_serve_standin_reproduces_scripted(tmp_path, serve_port: int, protocol: 
     assert texts[a.run_id] == texts[b.run_id]
 
 
-def test_openai_backend_without_agent_tag_gets_a_clear_refusal(tmp_path, serve_port: int, capsys) -> None:
+def test_openai_backend_without_agent_tag_gets_a_clear_refusal(tmp_path, serve_port: int, caplog) -> None:
     """backend=openai at the stand-in's route: every call fails with the stand-in's 400 reason."""
     cfg = compose_run(["backend=serve", "model=standin", f"model.serving.http_port={serve_port}",
                        f"results_dir={tmp_path / 'a'}", "agents=2", "k=2"])
-    run_many([cfg])  # deploys the stand-in
-    assert f"results are written to {tmp_path / 'a'}" in capsys.readouterr().out  # what a job log shows
+    with caplog.at_level(logging.INFO, logger="masgrid"):
+        run_many([cfg])  # deploys the stand-in
+    assert f"results are written to {tmp_path / 'a'}" in caplog.text  # what the CLI shows on stdout
     plain = compose_run(["backend=openai", "model=local_vllm", f"model.base_url=http://127.0.0.1:{serve_port}/standin/v1",
                          "model.max_retries=0", "max_rounds=1", "agents=2", "k=2", f"results_dir={tmp_path / 'b'}"])
     (summary,) = run_many([plain])

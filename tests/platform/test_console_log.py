@@ -1,0 +1,27 @@
+"""Library code logs; the CLI shows INFO on stdout and problems on stderr, bare messages."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+from masgrid._private.platform.console_log import _ConsoleHandler, configure_cli_logging
+
+
+def test_info_goes_to_stdout_and_warnings_to_stderr_once(capsys):
+    configure_cli_logging()
+    configure_cli_logging()  # idempotent: one handler, so one copy of each line
+    assert sum(isinstance(h, _ConsoleHandler) for h in logging.getLogger("masgrid").handlers) == 1
+    logging.getLogger("masgrid._private.platform.launch").info("note %d", 1)
+    logging.getLogger("masgrid._private.platform.recorder").warning("masgrid: set aside x")
+    logging.getLogger("masgrid.anything").debug("hidden")
+    out, err = capsys.readouterr()
+    assert out == "note 1\n" and err == "masgrid: set aside x\n"
+
+
+def test_a_library_import_prints_nothing_without_the_cli():
+    code = ("import logging, masgrid; from masgrid._private.platform import launch; "
+            "launch.log.info('should not show')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "" and "should not show" not in done.stderr
