@@ -105,6 +105,19 @@ class Family(BaseModel):
                 raise ValueError(f"task prefix {prefix!r} must end with '/'")
         return value
 
+    @field_validator("options")
+    @classmethod
+    def _options_need_no_arguments(cls, value: type[BaseModel] | None) -> type[BaseModel] | None:
+        """A run that does not mention the block gets `options()`: every field needs a default."""
+        if value is not None:
+            try:
+                value()
+            except Exception as exc:  # noqa: BLE001 - pydantic's report, shortened to one line
+                first = str(exc).splitlines()
+                raise ValueError(f"options {value.__name__} must build with no arguments (give every field a "
+                                 f"default): {' '.join(line.strip() for line in first[:3])}") from None
+        return value
+
     def claims(self, task: str) -> bool:
         """Whether a task name belongs to this family."""
         return task in self.task_names or any(task.startswith(p) for p in self.task_prefixes)
@@ -186,12 +199,21 @@ def get_family(name: str) -> Family:
         raise KeyError(f"unknown family {name!r}; installed: {', '.join(families())}") from None
 
 
+_owners: tuple[int, dict[str, Family | None]] = (0, {})
+
+
 def family_of(task: str) -> Family | None:
-    """The family a task name belongs to; None when no family claims it."""
-    for family in families().values():
-        if family.claims(str(task)):
-            return family
-    return None
+    """The family a task name belongs to; None when no family claims it. Remembered per task
+    name (analysis asks once per row), for as long as the loaded registry is the same."""
+    global _owners
+    table = families()
+    if _owners[0] != id(table):
+        _owners = (id(table), {})
+    cache = _owners[1]
+    key = str(task)
+    if key not in cache:
+        cache[key] = next((family for family in table.values() if family.claims(key)), None)
+    return cache[key]
 
 
 def family_metrics() -> dict[str, Metric]:

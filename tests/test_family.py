@@ -3,10 +3,13 @@ a silently replaced column."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import types
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
 import masgrid.family as family_module
 from masgrid.family import Family, FamilyError, Metric
@@ -85,3 +88,40 @@ def test_a_family_column_may_not_take_a_core_columns_name(monkeypatch):
 def test_task_prefixes_must_end_with_a_slash():
     with pytest.raises(ValueError, match="must end with '/'"):
         _family("a", task_prefixes=("a",))
+
+
+def test_an_option_block_without_defaults_is_refused():
+    class Needs(BaseModel):
+        rate: float  # no default: a run that omits the block could not be built
+
+    with pytest.raises(ValidationError, match="Needs must build with no arguments"):
+        _family("x", options=Needs)
+
+
+def test_a_broken_plugin_is_one_line_from_every_command(tmp_path):
+    """An installed distribution whose entry point names a missing module: the CLI says so in
+    one line and exits 2, before Hydra (whose plugin discovery would only warn)."""
+    info = tmp_path / "broken_fam-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-fam\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[masgrid.families]\nbroken = broken_fam_missing.family:FAMILY\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    for argv in (["run", "agents=2"], ["run", "-m", "agents=2,3", f"results_dir={tmp_path / 'r'}"], ["families"]):
+        done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *argv], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            "masgrid: family plugin broken (broken_fam_missing.family:FAMILY) does not load: "
+            "ModuleNotFoundError: No module named 'broken_fam_missing'"], argv
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_option_block_may_not_take_a_run_config_field(monkeypatch):
+    from masgrid._private.platform import config
+
+    class Opts(BaseModel):
+        x: int = 0
+
+    monkeypatch.setattr(config, "families", lambda: {"seed": _family("seed", options=Opts)})
+    with pytest.raises(FamilyError, match="seed would replace RunConfig's own field"):
+        config._run_config_class()

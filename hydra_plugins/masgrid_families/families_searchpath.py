@@ -14,9 +14,13 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 
 def _register_defaults() -> None:
-    from masgrid.family import families
+    from masgrid.family import FamilyError, families
 
-    node = {f.name: f.options().model_dump(mode="json") for f in families().values() if f.options is not None}
+    try:
+        installed = families()
+    except FamilyError:  # said in one line by whoever asks for the families next (the CLI, RunConfig)
+        return
+    node = {f.name: f.options().model_dump(mode="json") for f in installed.values() if f.options is not None}
     ConfigStore.instance().store(name="masgrid_families", node=node, provider="masgrid")
 
 
@@ -25,9 +29,13 @@ _register_defaults()
 
 class MasgridFamiliesSearchPath(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        from masgrid.family import families
+        from masgrid.family import FamilyError, families
 
-        for family in families().values():
+        try:
+            installed = families()
+        except FamilyError:
+            return
+        for family in installed.values():
             conf = family.conf_path()
             if conf is not None and conf.is_dir():
                 search_path.append(provider=f"masgrid-family-{family.name}", path=f"file://{conf}")

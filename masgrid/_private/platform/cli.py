@@ -20,7 +20,16 @@ def main(argv: list[str] | None = None) -> int:
     from masgrid._private.platform.console_log import configure_cli_logging
 
     configure_cli_logging()  # library code logs; the command shows it (console_log.py)
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from masgrid.family import FamilyError
+
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except FamilyError as exc:  # a broken or clashing family plugin: whichever command met it first
+        print(f"masgrid: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0

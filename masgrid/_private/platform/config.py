@@ -316,6 +316,12 @@ def _run_config_class() -> type[_RunConfigBase]:
     blocks: dict[str, Any] = {
         name: (family.options, Field(default_factory=family.options, description=f"{family.label} options"))
         for name, family in families().items() if family.options is not None}
+    taken = sorted(set(blocks) & set(_RunConfigBase.model_fields))
+    if taken:
+        from masgrid.family import FamilyError
+
+        raise FamilyError(f"family option block(s) {', '.join(taken)} would replace RunConfig's own field of "
+                          "that name: rename the family")
     return create_model("RunConfig", __base__=_RunConfigBase, __module__=__name__, **blocks)
 
 
