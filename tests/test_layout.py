@@ -77,3 +77,19 @@ def test_every_builtin_family_is_one_folder():
         if family.folder is not None and PACKAGE in family.folder.parents:
             assert family.folder == PACKAGE / "families" / family.name
             assert family.tasks.startswith(f"masgrid.families.{family.name}.")
+
+
+def test_a_family_outside_masgrid_needs_only_the_public_modules():
+    """The worked example of a third-party family imports masgrid, masgrid.task_api and
+    masgrid.family only: nothing under masgrid._private, whose names may change."""
+    plugin = PACKAGE.parent / "tests" / "plugins" / "masgrid_relay"
+    imported = set()
+    for path in plugin.rglob("*.py"):
+        if "build" in path.parts:
+            continue
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if words[:1] == ["import"] or (words[:1] == ["from"] and "import" in words):
+                imported.add(words[1])
+    masgrid_modules = {name for name in imported if name.split(".")[0] == "masgrid"}
+    assert masgrid_modules and masgrid_modules <= {"masgrid", "masgrid.task_api", "masgrid.family"}, masgrid_modules
