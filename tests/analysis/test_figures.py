@@ -15,7 +15,7 @@ from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
 from masgrid.families.masbench.figures import OKABE_ITO, figure2, figure2_figure
-from masgrid.families.masbench.spread import table1_spread
+from masgrid.families.masbench.table1_with_spread import table1_spread
 
 
 def _runs(seed: int = 0) -> pd.DataFrame:
