@@ -17,7 +17,7 @@ from masgrid._private.analysis.usable_runs import exclusion_note, include_invali
 from masgrid.families.masbench import ablation as masbench_ablation
 from masgrid.families.masbench import cost as masbench_cost
 from masgrid.families.masbench import failures as masbench_failures
-from masgrid.families.masbench import figures, phases, rerun, spread, tables
+from masgrid.families.masbench import figures, phases, rerun, table1_with_spread, tables
 
 Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
 
@@ -36,7 +36,7 @@ SPREAD = "; each mean followed by its sample SD over runs (sd, ddof 1) and its r
 TABLES: dict[str, tuple[str, Builder]] = {
     "table1": ("Table 1: model x condition x protocol (SR%, R, TE, CR%)", tables.table1),
     "table1_spread": ("Table 1 with n and dispersion: runs, mean, sample SD and SE of SR%, R, TE, CR% per cell",
-                      spread.table1_spread),
+                      table1_with_spread.table1_spread),
     "table2": ("Table 2: SR% by N (rows) and protocol / K (columns)" + SPREAD, tables.table2),
     "table3": ("Table 3: by input family (mean inversion rate rho, SR%, R, TE, CR%)" + SPREAD, tables.table3),
     "table4": ("Table 4: tokens, communication share and cost per model (all MAS-Bench tasks and conditions)",
