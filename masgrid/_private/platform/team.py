@@ -358,6 +358,6 @@ def judge_members(summary: Mapping[str, dict[str, Any]], errors: Mapping[str, Co
         status, line = judge(row["model_calls"], errors.get(name, Counter()), validity)
         if _SEVERITY[status] > _SEVERITY[worst]:
             worst = status
-        if line is not None:
-            lines.append(f"member {name}: {line}")
-    return worst, ("; ".join(lines) if lines else None)
+        if line is not None:  # judge's line starts with the status: the member's own, in brackets here
+            lines.append(f"member {name} ({status}): {line.split(': ', 1)[1]}")
+    return worst, (f"{worst}: " + "; ".join(lines) if lines else None)
