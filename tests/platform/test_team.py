@@ -6,6 +6,7 @@ per-member accounting, validity and preflight."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -181,6 +182,16 @@ def test_scripted_sweep_over_placements_records_the_placement(tmp_path, ray_sess
         strong = [d for d, m in zip(degrees, want) if m == "scripted"]
         assert run.team_strong_degree == pytest.approx(sum(strong) / 2)
         assert run.model == run.team_composition
+    from masgrid._private.analysis.report import build_report
+
+    build_report(tmp_path)
+    index = (tmp_path / "report" / "README.md").read_text()
+    assert "## Teams" in index and (tmp_path / "report" / "teams" / "success_by_placement.png").stat().st_size > 0
+    table = pd.read_csv(tmp_path / "report" / "teams" / "success_by_composition.csv")
+    assert sorted(table["team_placement"]) == ["by_degree", "leaves", "random"]
+    for row in table.itertuples():
+        cell = runs[runs["team_placement"] == row.team_placement]
+        assert row.runs == len(cell) == 2 and row.success == pytest.approx(cell["success"].mean())
 
 
 def test_scripted_and_model_agents_in_one_team_account_per_member(tmp_path, ray_session):
@@ -239,3 +250,37 @@ def test_preflight_names_the_failing_member_endpoint(tmp_path):
         with pytest.raises(PreflightError) as info:
             preflight([cfg])
     assert str(info.value) == "preflight http://127.0.0.1:9/v1 (model gone): cannot connect: connection refused"
+
+
+def test_team_tables_equal_an_independent_count():
+    from scipy.stats import binomtest
+
+    from masgrid._private.analysis.teams import by_composition, by_strong_degree, team_runs, wilson, \
+        write_teams_section
+
+    rng = np.random.default_rng(3)
+    n = 300
+    runs = pd.DataFrame({
+        "run_id": [f"r{i}" for i in range(n)], "task": rng.choice(["t1", "t2"], n),
+        "team_composition": rng.choice(["1×a+3×b", "2×a+2×b", None], n),
+        "team_strong": "a", "team_placement": rng.choice(["random", "by_degree", "leaves"], n),
+        "team_strong_degree": rng.choice([1.0, 1.25, 2.0, 3.5, np.nan], n),
+        "success": rng.choice([True, False, None], n), "sr": rng.random(n),
+        "status": rng.choice(["ok", "degraded", "invalid"], n, p=[0.6, 0.2, 0.2])})
+    teams = team_runs(runs)
+    assert set(teams["status"]) <= {"ok", "degraded"} and teams["team_composition"].notna().all()
+    table = by_composition(teams)
+    for row in table.rename(columns={"ci95 low": "low", "ci95 high": "high"}).itertuples():
+        cell = [r for r in runs.itertuples() if r.task == row.task and r.team_composition == row.team_composition
+                and r.team_placement == row.team_placement and r.status in ("ok", "degraded")
+                and not pd.isna(r.success)]
+        k = sum(bool(r.success) for r in cell)
+        assert (row.runs, row.solved) == (len(cell), k)
+        ci = binomtest(k, len(cell)).proportion_ci(0.95, method="wilson")
+        assert (row.low, row.high) == pytest.approx((ci.low, ci.high))
+    assert table["runs"].sum() == sum(1 for r in runs.itertuples() if isinstance(r.team_composition, str)
+                                      and r.status != "invalid" and not pd.isna(r.success))
+    degree = by_strong_degree(teams)
+    assert set(degree["strong_degree"]) <= {1.0, 2.0, 3.5}  # 1.25 rounds to the nearest half: 1.0
+    assert all(math.isnan(v) for v in wilson(0, 0))  # no runs, no interval
+    assert write_teams_section(runs.drop(columns="team_composition"), Path("/nonexistent")) == ([], [])
