@@ -123,6 +123,9 @@ def test_bad_teams_are_one_line_before_ray_starts():
     assert one_line_error({**AN, "team": {"composition": {"scripted": 1, "rest": "alt"},
                                           "presets": {"alt": {"preset": "scripted", "top_p": 7}}}}).startswith(
         "team.presets.alt.top_p: ")
+    assert one_line_error({**AN, "team": {"composition": {"scripted": 1, "rest": "alt"},
+                                          "presets": {"alt": {"preset": "local_vllm", "backend": "grpc"}}}}) == \
+        "team.presets.alt.backend: openai or serve (a model member's backend), not 'grpc'"
 
 
 def test_no_team_keeps_every_run_id_and_a_team_changes_it():
@@ -242,13 +245,16 @@ def test_scripted_and_model_agents_in_one_team_account_per_member(tmp_path, ray_
 def test_preflight_names_the_failing_member_endpoint(tmp_path):
     good = ChatServer(lambda body: Reply(text="ok"), models=("good",))
     with good:
-        presets = {"good": {"preset": "local_vllm", "name": "good", "base_url": good.base_url},
-                   "gone": {"preset": "local_vllm", "name": "gone", "base_url": "http://127.0.0.1:9/v1"}}
-        cfg = RunConfig.from_mapping({"task": "sorting", "agents": 3, "k": 1, "backend": "openai",
+        # the run's backend is scripted: each model member names its own
+        presets = {"good": {"preset": "local_vllm", "name": "good", "base_url": good.base_url, "backend": "openai"},
+                   "gone": {"preset": "local_vllm", "name": "gone", "base_url": "http://127.0.0.1:9/v1",
+                            "backend": "openai"}}
+        cfg = RunConfig.from_mapping({"task": "sorting", "agents": 3, "k": 1, "backend": "scripted",
                                       "results_dir": str(tmp_path),
                                       "team": {"models": ["good", "gone", "scripted"], "presets": presets}})
         with pytest.raises(PreflightError) as info:
             preflight([cfg])
+    assert [m.backend for m in cfg.team_resolved.members.values()] == ["openai", "openai", "scripted"]
     assert str(info.value) == "preflight http://127.0.0.1:9/v1 (model gone): cannot connect: connection refused"
 
 

@@ -309,9 +309,7 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
     seen: set[str] = set()
     for cfg in cfgs:
         # A preset with its own base_url points at an endpoint someone else runs.
-        if cfg.backend != "serve":
-            continue
-        for settings in cfg.agent_endpoints():  # a team: each served member
+        for settings in cfg.agent_endpoints():  # a team: each served member (backend=openai needs a base_url)
             if not settings.base_url and settings.name not in seen:
                 seen.add(settings.name)
                 from masgrid._private.platform.serving import ensure_served

@@ -79,7 +79,7 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
         own = scoring_endpoint(cfg) if cfg.preflight else None  # e.g. cooper.resolver_model, even for scripted agents
         if own is not None:
             http.setdefault((own.base_url or "", own.request_model), (own, None))
-        if not cfg.preflight or cfg.backend == "scripted":
+        if not cfg.preflight:
             continue
         for settings in cfg.agent_endpoints():  # the run's model, or every distinct model member of its team
             if settings.base_url:  # backend=openai, or a Serve app someone else runs

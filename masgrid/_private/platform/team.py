@@ -62,7 +62,8 @@ class TeamSettings(BaseModel):
     seed: int | None = Field(None, description="seed of the placement draw (ties, random); null: the run's seed")
     presets: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="member name -> {preset: <conf/model name, default the member name>, "
-        "<model settings overriding the preset's>}: two members may share a preset with other settings")
+        "backend: <openai|serve, default the run's>, <model settings overriding the preset's>}: two members may "
+        "share a preset with other settings")
 
     @field_validator("models")
     @classmethod
@@ -247,6 +248,9 @@ def resolve_member(name: str, team: TeamSettings, run_backend: str) -> Member:
     """A member's backend and full settings: its preset's file with `team.presets.<name>` over it."""
     over = dict(team.presets.get(name, {}))
     preset = over.pop("preset", name)
+    backend = over.pop("backend", None)  # this member's own backend; default the run's
+    if backend not in (None, "openai", "serve"):
+        raise ValueError(f"team.presets.{name}.backend: openai or serve (a model member's backend), not {backend!r}")
     if not isinstance(preset, str):
         raise ValueError(f"team.presets.{name}.preset: a conf/model preset name, not {preset!r}")
     data = _merged(load_preset(preset), over)
@@ -259,20 +263,21 @@ def resolve_member(name: str, team: TeamSettings, run_backend: str) -> Member:
                          f"{err['msg'].removeprefix('Value error, ')}") from None
     if settings.name == SCRIPTED:
         return Member(name, "scripted", settings)
-    if run_backend == "scripted":
+    kind = backend or run_backend
+    if kind == "scripted":
         raise ValueError(f"team: member {name} is a model (preset {preset}); set backend=openai or backend=serve, "
-                         "the backend of the team's model agents")
-    if run_backend == "openai" and not settings.base_url:
+                         f"the backend of the team's model agents (or team.presets.{name}.backend)")
+    if kind == "openai" and not settings.base_url:
         raise ValueError(f"team: member {name} (preset {preset}) has no base_url for backend=openai; "
                          f"set team.presets.{name}.base_url")
-    if run_backend == "serve":
+    if kind == "serve":
         from masgrid._private.actors.serving.spec import parse_serving
 
         try:
             parse_serving(settings.serving)
         except ValueError as exc:
             raise ValueError(f"team.presets.{name}.serving: {exc}") from None
-    return Member(name, run_backend, settings)
+    return Member(name, kind, settings)
 
 
 def resolve_team(team: TeamSettings, n_agents: int, run_backend: str, seed: int,
