@@ -297,9 +297,9 @@ def resolve_team(team: TeamSettings, n_agents: int, run_backend: str, seed: int,
         g = graph() if placement in GRAPH_PLACEMENTS and graph is not None else None
         agents = place(order, placement, seed if team.seed is None else team.seed, g)
         strong = parts[0][0]
-    unknown = sorted(set(team.presets) - set(agents) - ({strong} if strong else set()))
-    if unknown and team.models is not None:
-        log.info("team.presets defines members no agent runs: %s", ", ".join(unknown))
+    unused = sorted(set(team.presets) - set(agents))
+    if unused:  # e.g. a count of 0 in a sweep over counts; never an error
+        log.info("team.presets defines members no agent runs: %s", ", ".join(unused))
     members = {name: resolve_member(name, team, run_backend) for name in dict.fromkeys(agents)}
     return Team(members=members, agents=tuple(agents), placement=placement, strong=strong)
 
