@@ -43,6 +43,10 @@ class HostSpec(BaseModel):
     token_counter: str = "approx"
     #: borrowed from the host pool: keep HTTP clients and Serve handles for the next run
     pooled: bool = False
+    #: a mixed-model team (platform/team.py): member name -> (backend, settings), and the
+    #: member of each agent by agent id; None: every agent uses `backend` and `settings`
+    members: dict[str, tuple[str, BackendSettings]] | None = None
+    member_of: list[str] | None = None
 
 
 class AgentHost:
@@ -60,6 +64,8 @@ class AgentHost:
         # Per-host cache for backend factories; the counter spec lets a backend tell a server
         # how to count usage (the CPU stand-in counts like the scripted backend).
         self._shared: dict[str, Any] = {"token_counter": spec.token_counter, "clients": self.clients}
+        #: a team member's own factory cache (one HTTP backend per endpoint); the clients stay the host's
+        self._member_shared: dict[str, dict[str, Any]] = {}
         self.validators: dict[int, Any] = {}
         self._acting: dict[int, asyncio.Lock] = {}
         self._limit: contextlib.AbstractAsyncContextManager[object] = asyncio.Semaphore(spec.settings.max_concurrency)
@@ -71,11 +77,7 @@ class AgentHost:
     async def start_phase(self, setups: dict[int, AgentSetup]) -> None:
         """Fresh histories (phase 2 carries nothing but what the prompt says)."""
         self.histories = {i: ChatHistory([{"role": "system", "content": s.system_prompt}]) for i, s in setups.items()}
-        self.backends = {
-            i: make_backend(self.spec.backend, self.spec.settings, self.count, s.view, self.spec.protocol,
-                            self.spec.seed * 100_003 + i, self._shared)
-            for i, s in setups.items()
-        }
+        self.backends = {i: self._make_backend(i, s.view) for i, s in setups.items()}
         self._acting = {i: asyncio.Lock() for i in setups}
         # resolved through the registry's provider table, never through what this worker
         # happened to import: an unknown name is an error, not "no validator"
@@ -86,6 +88,17 @@ class AgentHost:
         limit = self.spec.settings.max_concurrency
         self._limit = (
             asyncio.Semaphore(limit) if limit < len(setups) else contextlib.nullcontext())
+
+    def _make_backend(self, i: int, view: AgentView) -> ChatBackend:
+        """Agent i's backend: the run's, or its team member's (backend and endpoint per member)."""
+        spec = self.spec
+        kind, settings, shared = spec.backend, spec.settings, self._shared
+        if spec.members is not None and spec.member_of is not None:
+            member = spec.member_of[i]
+            kind, settings = spec.members[member]
+            shared = self._member_shared.setdefault(member, {"token_counter": spec.token_counter,
+                                                             "clients": self.clients})
+        return make_backend(kind, settings, self.count, view, spec.protocol, spec.seed * 100_003 + i, shared)
 
     async def step(self, observations: dict[int, list[str]], expect: str | None = None) -> dict[int, Completion]:
         """Append each agent's pending observations, then generate for all of them at once.

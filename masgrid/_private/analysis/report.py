@@ -16,6 +16,7 @@ from masgrid._private.analysis.families import families_present, write_family_re
 from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
 from masgrid._private.analysis.markdown import write_table
+from masgrid._private.analysis.teams import write_teams_section
 from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid, status_counts, usable
 from masgrid.family import families, family_of
 
@@ -55,6 +56,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
         index += [f"Tasks no installed family claims (no tables): {', '.join(unclaimed)}.", ""]
     if reports:
         index += ["## Families", "", *(f"- {line}" for _, line in reports.values()), ""]
+    team_lines, team_files = write_teams_section(runs, out)  # only when some run used a mixed-model team
+    index += team_lines
+    written += team_files
     index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")

@@ -20,6 +20,8 @@ from masgrid._private.actors.backends.sampling import compare_with_paper
 from masgrid._private.envs.protocols import PROTOCOLS
 from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.team import Team, TeamSettings, composition_string, resolve_team
+from masgrid._private.platform import team as team_mod
 from masgrid.family import families, family_of
 from masgrid._private.resources import on_reload
 
@@ -27,7 +29,7 @@ from masgrid._private.resources import on_reload
 _MODEL_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
 #: RunConfig fields that never enter a run's identity: where and how it executes, how its
 #: outcome is labelled, and how it is filed.
-NON_IDENTITY = ("results_dir", "execution", "model", "experiment", "tags", "validity", "preflight")
+NON_IDENTITY = ("results_dir", "execution", "model", "experiment", "tags", "validity", "preflight", "team")
 #: prompt fingerprints per identity (without the fingerprint), for this process
 _PROMPT_HASHES: dict[str, str] = {}
 on_reload(_PROMPT_HASHES.clear)
@@ -113,10 +115,14 @@ class _RunConfigBase(BaseModel):
     validity: ValiditySettings = Field(default_factory=ValiditySettings)
     preflight: bool = Field(True, description="check the model endpoint once before any actor starts "
                                               "(masgrid/_private/platform/preflight.py); never part of the identity")
+    team: TeamSettings = Field(default_factory=TeamSettings, description="per-agent models (docs/team.md); "
+                               "unset: every agent runs `model`")
     #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
     #: config to the driver, so the run id never depends on the node that executes it
     _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
     _counter: CounterChoice | None = PrivateAttr(None)
+    #: the resolved team (members' settings, each agent's member), None without one
+    _team: Team | None = PrivateAttr(None)
 
     @model_validator(mode="before")
     @classmethod
@@ -164,18 +170,41 @@ class _RunConfigBase(BaseModel):
         if self.condition in task.scripted_only_conditions and self.backend != "scripted":
             raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
                              f"model=scripted, not backend={self.backend}")
-        if self.backend == "openai" and not self.model.base_url:
+        if self.team.active:  # each member's preset resolved and checked; the `model` group is not used by agents
+            self._team = resolve_team(self.team, self.agents, self.backend, self.seed, graph=self._graph)
+        elif self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         scoring = task.scoring_model(**self.generation_kwargs())
         if scoring is not None:  # e.g. cooper.resolver=llm: its model must be reachable (one line if not)
             from masgrid._private.platform.scoring_model import scoring_settings
 
             scoring_settings(scoring, self.backend, self.model)
-        if self.backend == "serve":
+        if self.backend == "serve" and not self.team.active:
             from masgrid._private.actors.serving.spec import parse_serving
 
             parse_serving(self.model.serving)  # ServingError (a ValueError) names model.serving.<key>
         return self
+
+    def _graph(self) -> Any:
+        """The run's communication graph (networkx; None when its task has none)."""
+        task = get_task(self.task)
+        return task.agent_graph(task.generate(self.agents, self.k_resolved, self.mode, self.seed,
+                                              **self.generation_kwargs()))
+
+    @property
+    def team_resolved(self) -> Team | None:
+        """The resolved team: each member's settings and backend, each agent's member (None: no team)."""
+        return self._team
+
+    def agent_endpoints(self) -> list[BackendSettings]:
+        """The distinct model settings the run's agents call, one per (endpoint, served model):
+        the `model` group's, or each model member's of a team; none for scripted agents."""
+        if self._team is None:
+            return [] if self.backend == "scripted" else [self.model]
+        seen: dict[tuple[str, str], BackendSettings] = {}
+        for m in self._team.model_members():
+            seen.setdefault((m.settings.base_url or f"serve:{m.settings.name}", m.settings.request_model), m.settings)
+        return list(seen.values())
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Self:
@@ -203,6 +232,8 @@ class _RunConfigBase(BaseModel):
             data["model"]["tool_mode"] = self.model.tool_mode
         if self.model.tool_constraint != "none":  # forced tool calls change every reply; only then, as above
             data["model"]["tool_constraint"] = self.model.tool_constraint
+        if self._team is not None:  # only then, so every run without a team keeps its id
+            data["team"] = team_mod.identity(self.team, self._team)
         data["prompt_hash"] = self._prompt_hash(data)
         return data
 
@@ -271,7 +302,20 @@ class _RunConfigBase(BaseModel):
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
-                **self._ignored_columns()}
+                **self._ignored_columns(), **self._team_columns()}
+
+    def _team_columns(self) -> dict[str, Any]:
+        """A team run: its composition stands as the run's model (tables group by it), the
+        sampling columns are null (each member's are in `team_members`)."""
+        team = self._team
+        if team is None:
+            return {"team_composition": None, "team_placement": None, "team_strong": None, "team_members": None}
+        label = composition_string(team.agents)
+        return {"model": label, "model_preset": label, "temperature": None, "top_p": None, "max_tokens": None,
+                "sampling_seed": None, "sampling_vs_paper": None, "team_composition": label,
+                "team_placement": team.placement, "team_strong": team.strong,
+                "team_members": json.dumps({name: m.record() for name, m in sorted(team.members.items())},
+                                           sort_keys=True)}
 
     def _ignored_columns(self) -> dict[str, Any]:
         """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,
@@ -293,7 +337,13 @@ class _RunConfigBase(BaseModel):
         """The token counter this run uses (envs/tokens.py), resolved once where it is first
         asked for (the driver: the tokenizer file must exist on the node that counts)."""
         if self._counter is None:
-            self._counter = resolve_counter(self.execution.token_counter, self.model.tokenizer, self.model.name)
+            tokenizer, name = self.model.tokenizer, self.model.name
+            if self._team is not None:  # a tokenizer the team's model members share, else approx (recorded)
+                specs = {m.settings.tokenizer for m in self._team.model_members()}
+                tokenizer = specs.pop() if len(specs) == 1 else None
+                name = f"team {composition_string(self._team.agents)}" + (
+                    " (members' tokenizers differ)" if len(specs) else "")
+            self._counter = resolve_counter(self.execution.token_counter, tokenizer, name)
         return self._counter
 
     def labels(self) -> dict[str, Any]:

@@ -119,6 +119,9 @@ class RunLog:
     pending_bytes: int = 0
     #: calls recorded per scoring actor (e.g. the CooperBench resolver)
     scoring_calls: dict[str, int] = field(default_factory=dict)
+    #: a team run: each agent's member, and the failed calls per member and error class
+    members: tuple[str, ...] | None = None
+    member_errors: dict[str, Counter] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
@@ -183,7 +186,7 @@ class RunLog:
                 first = c.retry_of
                 st.fallbacks += 1
                 st.failed_parses += c.validation == "failed"
-                self._count_call(st, first)
+                self._count_call(st, first, i)
                 invalid = self._event(
                     phase=phase, round=round_no, agent=i, kind="model_call", verb="invalid_reply", role="assistant",
                     text=first.text, reply=first.invalid_reason, ok=False, error=first.error,
@@ -216,7 +219,7 @@ class RunLog:
         says when), and its `model_call` event."""
         st = self.stats[agent]
         st.rounds += 1
-        self._count_call(st, c)
+        self._count_call(st, c, agent)
         if c.final and st.stopped is None:
             st.stopped = f"phase {phase} {where}: {c.error}"
         self._event(phase=phase, round=round_no, agent=agent, kind="model_call", verb=None, role="assistant",
@@ -226,7 +229,7 @@ class RunLog:
                     attempts=c.attempts, call_started=_when(c.started_at), messages_sent=0,
                     tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
-    def _count_call(self, st: AgentStats, c: Completion) -> None:
+    def _count_call(self, st: AgentStats, c: Completion, agent: int) -> None:
         st.model_calls += 1
         st.tokens_in += c.tokens_in
         st.tokens_out += c.tokens_out
@@ -236,6 +239,8 @@ class RunLog:
         if c.error is not None:
             st.model_errors += 1
             self.error_classes[c.error_class or "backend_error"] += 1
+            if self.members is not None:
+                self.member_errors.setdefault(self.members[agent], Counter())[c.error_class or "backend_error"] += 1
         elif c.usage_source in ("estimate", "invalid"):
             self.usage_estimated += 1
 
@@ -335,7 +340,8 @@ class RunDriver:
         t0 = time.perf_counter()
         heap.settle()  # in a driver actor: the previous run's objects are gone, freeze the rest
         task = get_task(cfg.task)
-        log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(),
+        team = cfg.team_resolved
+        log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(), members=team.agents if team else None,
                      max_recorded_chars=cfg.execution.max_recorded_chars,
                      event_flush_bytes=cfg.execution.event_flush_bytes, timed=task.schedule == "asynchronous")
         run_row: dict[str, Any] = {}
@@ -350,7 +356,12 @@ class RunDriver:
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
-            status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
+            if cfg.team_resolved is not None:  # each member judged on its own calls (docs/team.md)
+                from masgrid._private.platform.team import judge_members
+
+                status, error = judge_members(json.loads(run_row["team_by_model"]), log.member_errors, cfg.validity)
+            else:
+                status, error = judge(run_row["model_calls"], log.error_classes, cfg.validity)
         except asyncio.CancelledError:  # its command died (launch.DriverWorker): hosts killed, nothing recorded
             status = "cancelled"
             begun.cancel()
@@ -407,8 +418,11 @@ class RunDriver:
         cfg = self.cfg
         n_hosts = math.ceil(cfg.agents / cfg.execution.agents_per_actor)
         counter = cfg.token_counting().spec  # auto resolved: the model's tokenizer, else approx (recorded)
+        team = cfg.team_resolved
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
-                        token_counter=counter, pooled=self.remote and self.pool is not None)
+                        token_counter=counter, pooled=self.remote and self.pool is not None,
+                        members={n: (m.backend, m.settings) for n, m in team.members.items()} if team else None,
+                        member_of=list(team.agents) if team else None)
         env, *hosts = await asyncio.gather(
             self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, counter,
                         cfg.condition),
@@ -420,9 +434,10 @@ class RunDriver:
             await asyncio.wait_for(asyncio.gather(env.call("ready"), *(h.call("ready") for h in hosts)),
                                    timeout=cfg.execution.actor_start_timeout_s)
         round_timeout = cfg.execution.round_timeout_s
-        if round_timeout is None and cfg.backend != "scripted":
-            m = cfg.model  # every attempt may time out, plus the client's backoff between attempts
-            round_timeout = (m.timeout_s + 10.0) * (m.max_retries + 1) + 30.0
+        endpoints = cfg.agent_endpoints()
+        if round_timeout is None and endpoints:
+            # every attempt may time out, plus the client's backoff between attempts (the slowest member's)
+            round_timeout = max((m.timeout_s + 10.0) * (m.max_retries + 1) + 30.0 for m in endpoints)
         return env, AgentPoolClient(hosts, assignment, round_timeout)
 
     async def _shutdown(self, clean: bool) -> None:
@@ -486,7 +501,8 @@ class RunDriver:
         # the asynchronous schedule counts its messages' tokens itself (the others' environment does)
         comm_counter = get_counter(cfg.token_counting().spec) if task.schedule == "asynchronous" else None
         submissions: list[Any] = [None] * cfg.agents
-        watch = EngineWatch(cfg.model, cfg.preflight and cfg.backend != "scripted")
+        watched = watched_endpoint(cfg)
+        watch = EngineWatch(watched or cfg.model, cfg.preflight and watched is not None)
         for phase in range(1, n_phases + 1):
             setups = {}
             for i in range(cfg.agents):
@@ -551,6 +567,7 @@ class RunDriver:
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         metrics.update(scoring)  # a scoring model's calls and tokens, apart from the agents'
+        metrics.update(team_metrics(cfg, task, instance, log))
         # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
         counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
                   "model_errors": metrics["model_errors"],
@@ -572,7 +589,7 @@ class RunDriver:
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
                 "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
-                "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **cfg.labels(),
+                "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **agent_model(cfg, i), **cfg.labels(),
             }
             for i in range(cfg.agents)
         ]
@@ -664,6 +681,27 @@ def _agent_counters(st: AgentStats) -> dict[str, Any]:
     return row
 
 
+def agent_model(cfg: RunConfig, agent: int) -> dict[str, Any]:
+    """The model an agent's row names: its team member's, else the run's."""
+    team = cfg.team_resolved
+    if team is None:
+        return {"model": cfg.model.request_model, "model_preset": cfg.model.name, "backend": cfg.backend}
+    member = team.members[team.agents[agent]]
+    return {"model": member.settings.request_model, "model_preset": member.name, "backend": member.backend}
+
+
+def team_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog) -> dict[str, Any]:
+    """A team run's per-member breakdown and where its strong member sat (platform/team.py)."""
+    team = cfg.team_resolved
+    if team is None:
+        return {}
+    from masgrid._private.platform.team import by_member, strong_position
+
+    summary = by_member(team.agents, log.stats, log.member_errors, team.members, cfg.validity)
+    return {"team_by_model": json.dumps(summary, sort_keys=True),
+            "team_strong_degree": strong_position(team, task.agent_graph(instance))}
+
+
 def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:
     """Prefix-cache figures of a run: cached prompt tokens, and their share of the prompt
     tokens of the calls whose server reported them (null when no call reported any: a server
@@ -684,10 +722,19 @@ def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
     app gone), and the run is interrupted - re-run on resume - never the agents' model
     failures. Without preflight nothing says it ever answered: the calls stay the model's
     failures (status degraded or invalid)."""
-    if not cfg.preflight or cfg.backend == "scripted" or not LOST_CLASSES & set(error_classes):
+    watched = watched_endpoint(cfg)
+    if not cfg.preflight or watched is None or not LOST_CLASSES & set(error_classes):
         return
     from masgrid._private.platform.engine_alive import endpoint_problem
 
-    problem = endpoint_problem(cfg.model)
+    problem = endpoint_problem(watched)
     if problem is not None:
-        raise lost(cfg.model, problem, sum(error_classes.values()))
+        raise lost(watched, problem, sum(error_classes.values()))
+
+
+def watched_endpoint(cfg: RunConfig) -> Any:
+    """The endpoint whose loss ends the run (EngineWatch, check_engine_kept): the run's one
+    endpoint; None for scripted agents and for a team with several endpoints, whose failed
+    calls stay each member's model failures (docs/team.md)."""
+    endpoints = cfg.agent_endpoints()
+    return endpoints[0] if len(endpoints) == 1 else None

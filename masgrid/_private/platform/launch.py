@@ -307,11 +307,12 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
     seen: set[str] = set()
     for cfg in cfgs:
         # A preset with its own base_url points at an endpoint someone else runs.
-        if cfg.backend == "serve" and not cfg.model.base_url and cfg.model.name not in seen:
-            seen.add(cfg.model.name)
-            from masgrid._private.platform.serving import ensure_served
+        for settings in cfg.agent_endpoints():  # a team: each served member (backend=openai needs a base_url)
+            if not settings.base_url and settings.name not in seen:
+                seen.add(settings.name)
+                from masgrid._private.platform.serving import ensure_served
 
-            ensure_served(cfg.model)
+                ensure_served(settings)
 
 
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
@@ -449,12 +450,13 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
 
 def _endpoint(cfg: RunConfig) -> str | None:
     """The model endpoint a run calls (engine_alive.endpoint_name); None for scripted agents."""
-    if cfg.backend == "scripted":
+    endpoints = cfg.agent_endpoints()
+    if len(endpoints) != 1:  # scripted agents, or a team with several endpoints
         return None
     from masgrid._private.platform.engine_alive import endpoint_name
 
     try:
-        return endpoint_name(cfg.model)
+        return endpoint_name(endpoints[0])
     except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
         return None
 

@@ -74,24 +74,25 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
     for results_dir in sorted({c.results_dir for c in cfgs}):
         check_results_dir(results_dir)
     http: dict[tuple[str, str], tuple[BackendSettings, RunConfig | None]] = {}
-    served: dict[str, RunConfig] = {}
+    served: dict[str, tuple[BackendSettings, RunConfig]] = {}
     for cfg in cfgs:
         own = scoring_endpoint(cfg) if cfg.preflight else None  # e.g. cooper.resolver_model, even for scripted agents
         if own is not None:
             http.setdefault((own.base_url or "", own.request_model), (own, None))
-        if not cfg.preflight or cfg.backend == "scripted":
+        if not cfg.preflight:
             continue
-        if cfg.model.base_url:  # backend=openai, or a Serve app someone else runs
-            key = (cfg.model.base_url, cfg.model.request_model)
-            if key not in http or _longer(cfg, http[key][1]):
-                http[key] = (cfg.model, cfg)
-        else:
-            served.setdefault(cfg.model.name, cfg)
+        for settings in cfg.agent_endpoints():  # the run's model, or every distinct model member of its team
+            if settings.base_url:  # backend=openai, or a Serve app someone else runs
+                key = (settings.base_url, settings.request_model)
+                if key not in http or _longer(cfg, http[key][1]):
+                    http[key] = (settings, cfg)
+            else:
+                served.setdefault(settings.name, (settings, cfg))
     probes: list[dict[str, Any] | None] = []
     for settings, first in http.values():  # before Ray starts: fails in seconds
         probes.append(check_endpoint(settings, messages=_first_messages(first)))
-    for served_cfg in served.values():
-        probes.append(check_served(served_cfg))
+    for settings, served_cfg in served.values():
+        probes.append(check_served(served_cfg, settings))
     _note(cfgs, [p for p in probes if p])
     check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
 
@@ -269,8 +270,9 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
-def check_served(cfg: RunConfig) -> dict[str, Any] | None:
-    """backend=serve without base_url: deploy (or find) the app, then one check through it."""
+def check_served(cfg: RunConfig, model: BackendSettings | None = None) -> dict[str, Any] | None:
+    """backend=serve without base_url: deploy (or find) the app, then one check through it.
+    `model`: the settings checked (a team member's); default the run's model."""
     import asyncio
 
     from masgrid._private.actors.serving.deploy import http_base_url, target
@@ -278,11 +280,12 @@ def check_served(cfg: RunConfig) -> dict[str, Any] | None:
     from masgrid._private.platform.launch import ensure_ray
     from masgrid._private.platform.serving import ensure_served
 
+    model = model or cfg.model
     ensure_ray(cfg.execution.ray_address)
-    ensure_served(cfg.model)
-    spec = parse_serving(cfg.model.serving)
+    ensure_served(model)
+    spec = parse_serving(model.serving)
     if spec.route == "http":
-        return check_endpoint(cfg.model.model_copy(update={"base_url": http_base_url(cfg.model, spec)}),
+        return check_endpoint(model.model_copy(update={"base_url": http_base_url(model, spec)}),
                               completion=spec.kind != "standin",
                               messages=_first_messages(cfg) if spec.kind != "standin" else None)
     if spec.kind == "standin":
@@ -292,27 +295,27 @@ def check_served(cfg: RunConfig) -> dict[str, Any] | None:
     from masgrid._private.actors.serving.handle_backend import HandleChatBackend
     from masgrid._private.envs.tokens import get_counter
 
-    app, name = target(cfg.model, spec)
-    where = f"preflight Serve app {app}/{name} (model {cfg.model.request_model})"
+    app, name = target(model, spec)
+    where = f"preflight Serve app {app}/{name} (model {model.request_model})"
     # the context is read from the app's own OpenAI route (a proxy runs on every node)
-    listed = _listed_context(http_base_url(cfg.model, spec), cfg.model)
+    listed = _listed_context(http_base_url(model, spec), model)
     try:
-        check_max_tokens(cfg.model, listed)
+        check_max_tokens(model, listed)
     except PreflightError as exc:
         raise PreflightError(f"{where}: {exc}") from None
-    settings = cfg.model.model_copy(update={"max_tokens": 1, "max_retries": 0,
-                                            "timeout_s": min(PREFLIGHT_TIMEOUT_S, cfg.model.timeout_s)})
+    settings = model.model_copy(update={"max_tokens": 1, "max_retries": 0,
+                                            "timeout_s": min(PREFLIGHT_TIMEOUT_S, model.timeout_s)})
     backend = HandleChatBackend(serve.get_deployment_handle(name, app_name=app), settings, spec,
                                 get_counter("approx"), None)
     messages = _first_messages(cfg)
     result = asyncio.run(backend.complete(messages or PING))
     if result.error:
         raise PreflightError(f"{where}: 1-token call through the handle failed: {result.error}")
-    found = {"endpoint": f"serve:{app}/{name}", "model": cfg.model.request_model, "route": "handle",
+    found = {"endpoint": f"serve:{app}/{name}", "model": model.request_model, "route": "handle",
              "max_model_len": listed, "probe": "first_prompt" if messages else "ping",
              "prompt_tokens": result.tokens_in, "completion_tokens": result.tokens_out}
     try:
-        check_fits(cfg.model, listed, result.tokens_in if messages else None)
+        check_fits(model, listed, result.tokens_in if messages else None)
     except PreflightError as exc:
         raise PreflightError(f"{where}: {exc}") from None
     return found

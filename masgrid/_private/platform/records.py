@@ -39,6 +39,10 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
     ("graph", pa.string()),
+    ("team_composition", pa.string()),  # team runs: canonical member counts, e.g. 3×scripted+2×tiny_cpu; else null
+    ("team_placement", pa.string()),  # team runs: random | by_degree | leaves | explicit; else null
+    ("team_strong", pa.string()),  # team runs: the member placed first (a composition's first entry); else null
+    ("team_members", pa.string()),  # team runs: JSON {member: {backend, preset, model, base_url, sampling}}
     ("results_dir", pa.string()),
     ("experiment", pa.string()),
     ("tags", pa.list_(pa.string())),
@@ -103,6 +107,11 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "stacked_blocks": (pa.int64(), "fenced blocks that broke the one-command-per-block rule: several commands "
                        "(each run on its own), text no command takes, or command lines kept in a write_file value; "
                        "each has a harness event with verb stacked"),
+    "team_by_model": (pa.string(), "team runs (else null): JSON {member: {backend, model, agents, model_calls, "
+                      "model_errors, model_error_rate, tokens_in, tokens_out, tokens_total, status}}; status is the "
+                      "member judged alone by validity.max_model_error_rate (docs/team.md)"),
+    "team_strong_degree": (pa.float64(), "team runs with a composition on a task with a communication graph (else "
+                           "null): mean degree of the agents running the strong member (the first entry)"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
     **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
        for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
@@ -194,6 +203,12 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
                                      "else null"),
     "system_prompt": (pa.string(), "text", "phase-1 system message (every phase's is in events, kind prompt)"),
+    "model": (pa.string(), "label", "the model id this agent's requests named (served name); the run's, or its "
+                                    "team member's"),
+    "model_preset": (pa.string(), "label", "the run's preset name (`model.name`), or in a team run the agent's "
+                                           "member as the team names it (a conf/model preset or a team.presets alias)"),
+    "backend": (pa.string(), "label", "backend of this agent's calls: scripted, openai or serve (a team's "
+                                      "scripted members: scripted)"),
     **_LABELS,
 }
 

@@ -27,6 +27,7 @@ UNITS = {
     "stacked_blocks": "blocks", "startup_s": "seconds", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
     "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
+    "team_by_model": "JSON", "team_strong_degree": "edges (mean node degree)",
     # each family's columns carry their own unit (Family.metrics)
     **{name: metric.unit for name, metric in family_metrics().items()},
 }

@@ -17,8 +17,10 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     shown = cfg.columns()  # k and mode are null where the task has no such notion (CooperBench)
     workload = "".join(f" {key}={shown[key]}" for key in ("k", "mode") if shown[key] is not None)
     setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents}{workload} "
-               f"condition={cfg.condition} backend={cfg.backend} model={cfg.model.request_model} seed={cfg.seed}")
+               f"condition={cfg.condition} backend={cfg.backend} model={shown['model']} seed={cfg.seed}")
     rows = [("config", setting), ("status", _status(s.status))]
+    if shown["team_placement"] is not None:  # a mixed-model team: `model` above is its composition
+        rows.insert(1, ("team", f"placement={shown['team_placement']} strong={shown['team_strong']}"))
     if s.error:
         rows.append(("error", s.error.splitlines()[0]))
     if s.model_calls is not None and cfg.backend != "scripted":

@@ -132,6 +132,16 @@ class AgentsNetTask(Task):
                 "byzantine_agents": sorted(adversaries)}
         return Instance(task=self.name, params=params, inputs=inputs, expected=[None] * agents, meta=meta)
 
+    def agent_graph(self, instance: Instance) -> Any:
+        """The generated graph, nodes 0..n-1 in agent order (the instance lists names and named edges)."""
+        import networkx as nx
+
+        index = {name: i for i, name in enumerate(instance.meta["names"])}
+        g = nx.Graph()
+        g.add_nodes_from(range(len(index)))
+        g.add_edges_from((index[u], index[v]) for u, v in instance.meta["edges"])
+        return g
+
     def _adversaries(self, g: AgentGraph, seed: int, setting: str, count: int | None) -> set[int]:
         if setting == "none":
             return set()

@@ -190,6 +190,12 @@ class Task(ABC):
     @abstractmethod
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy: ...
 
+    def agent_graph(self, instance: Instance) -> Any:
+        """The instance's communication graph as an undirected networkx.Graph on the agent
+        ids 0..n-1, or None when the task has none (every agent may reach every other).
+        Mixed-model teams place members by its degrees (platform/team.py)."""
+        return None
+
     def scoring_model(self, **extra: Any) -> ScoringModel | None:
         """A model the scorer needs, from the generator's keywords; the driver then calls
         `score(instance, answers, ask=...)` with a blocking `ask(prompt) -> reply`. None
