@@ -290,3 +290,11 @@ def test_team_tables_equal_an_independent_count():
     assert set(degree["strong_degree"]) <= {1.0, 2.0, 3.5}  # 1.25 rounds to the nearest half: 1.0
     assert all(math.isnan(v) for v in wilson(0, 0))  # no runs, no interval
     assert write_teams_section(runs.drop(columns="team_composition"), Path("/nonexistent")) == ([], [])
+
+
+def test_a_family_model_preset_can_be_a_team_member():
+    """Presets that live in a family's conf/model (moved there with the family) resolve like core ones."""
+    from masgrid._private.platform.team import load_preset, preset_names
+
+    assert {"simas_qwen2_5_7b", "tiny_cpu", "scripted"} <= set(preset_names())
+    assert load_preset("simas_qwen2_5_7b")["name"] == "simas_qwen2_5_7b"

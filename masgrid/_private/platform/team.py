@@ -14,6 +14,7 @@ import json
 import logging
 import random
 import re
+from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from masgrid._private.actors.backends.base import BackendSettings
-from masgrid._private.resources import conf_dir, on_reload
+from masgrid._private.resources import conf_file, conf_files, on_reload
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -221,14 +222,18 @@ def composition_string(agents: Sequence[str]) -> str:
 
 
 def preset_names() -> list[str]:
-    return sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml"))
+    """Every model preset: conf/model and each family's conf/model (as Hydra's `model=` finds them)."""
+    return sorted({Path(rel).stem for rel, _ in conf_files("model") if rel.endswith(".yaml")})
 
 
 def load_preset(name: str) -> dict[str, Any]:
-    """conf/model/<name>.yaml, interpolations resolved (as Hydra composes `model=<name>`)."""
+    """model/<name>.yaml from the config roots, interpolations resolved (as Hydra composes `model=<name>`)."""
     if name not in _PRESETS:
-        path = conf_dir() / "model" / f"{name}.yaml"
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name) or not path.is_file():
+        try:
+            path = conf_file(f"model/{name}.yaml") if re.fullmatch(r"[A-Za-z0-9_.\-]+", name) else None
+        except FileNotFoundError:
+            path = None
+        if path is None or not path.is_file():
             raise ValueError(f"team: unknown model preset {name!r}; conf/model has {', '.join(preset_names())}")
         from omegaconf import OmegaConf
 
