@@ -297,4 +297,4 @@ def test_a_family_model_preset_can_be_a_team_member():
     from masgrid._private.platform.team import load_preset, preset_names
 
     assert {"simas_qwen2_5_7b", "tiny_cpu", "scripted"} <= set(preset_names())
-    assert load_preset("simas_qwen2_5_7b")["name"] == "simas_qwen2_5_7b"
+    assert load_preset("simas_qwen2_5_7b")["name"] == "qwen2.5-7b-instruct"
