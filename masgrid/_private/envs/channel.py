@@ -64,6 +64,20 @@ def parse_link(key: str) -> tuple[str, str, bool]:
     return sender, recipient, arrow == "->"
 
 
+def parse_link_line(line: str) -> tuple[str, dict[str, str]]:
+    """(link, rates) of the one-line form 'LINK RATE=VALUE ...', e.g. '0->1 loss=1 delay=0.5'."""
+    link, *pairs = line.split()
+    rates = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or name not in RATES:
+            raise ValueError(f"link {line!r}: write 'LINK RATE=VALUE ...' with rates among {', '.join(RATES)}")
+        rates[name] = value
+    if not rates:
+        raise ValueError(f"link {line!r}: no rate given; write e.g. '{link} loss=0.5'")
+    return link, rates
+
+
 class ChannelSettings(BaseModel):
     """The `channel:` block of a run (docs/channel.md). All zero: perfect delivery, as before."""
 
@@ -91,8 +105,11 @@ class ChannelSettings(BaseModel):
     def _link_keys(cls, value: Any) -> Any:
         if value is None:
             return {}
+        if isinstance(value, (list, tuple)):  # the one-line form: ["0->1 loss=1 delay=0.5", ...]
+            value = dict(parse_link_line(str(item)) for item in value)
         if not isinstance(value, dict):
-            raise ValueError("a mapping from link ('i->j', 'i-j', '*->j', 'i->store') to rates, e.g. {'0->1': {loss: 0.5}}")
+            raise ValueError("a mapping from link ('i->j', 'i-j', '*->j', 'i->store') to rates, e.g. "
+                             "{'0->1': {loss: 0.5}}, or a list of 'LINK RATE=VALUE ...' strings")
         for key in value:
             parse_link(str(key))
         return {str(k): v for k, v in value.items()}

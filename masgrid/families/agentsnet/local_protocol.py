@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import yaml
 
-from masgrid._private.envs.channel import ChannelNote
+from masgrid.task_api import ChannelNote
 from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid._private.envs.protocols import register_protocol
 from masgrid._private.envs.protocols.base import Protocol

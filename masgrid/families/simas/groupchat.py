@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 
-from masgrid._private.envs.channel import ChannelNote
+from masgrid.task_api import ChannelNote
 from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid._private.envs.protocols import register_protocol
 from masgrid._private.envs.protocols.base import Protocol
