@@ -12,6 +12,7 @@ import hashlib
 import json
 import random
 import re
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def run(tmp_path: Path, channel: dict, **data: object) -> tuple[pd.Series, pd.Da
 
 
 def check_against_draw(row: pd.Series, events: pd.DataFrame, block: dict, seed: int,
-                       on_time: int) -> list[dict]:
+                       on_time: int | None) -> list[dict]:
     """Every channel entry of every event equals the recomputed draw; `on_time`: rounds after
     the send's round a message is readable when not delayed. Returns the messages."""
     counters: Counter = Counter()
@@ -118,7 +119,7 @@ def check_against_draw(row: pd.Series, events: pd.DataFrame, block: dict, seed: 
             counters[(ev.agent, to)] += 1
             expected, late = doc_fate(block, seed, int(ev.agent), int(to), n)
             assert outcome == expected, (ev.seq, ev.agent, to, n)
-            if outcome == "lost":
+            if outcome == "lost" or on_time is None:  # None: the asynchronous schedule records no round
                 assert due is None or pd.isna(due)
             else:
                 assert due == ev.round + on_time + late
@@ -200,6 +201,31 @@ def test_groupchat_histories(tmp_path: Path) -> None:
                           simas={"subject": "college_physics", "question": 2, "rounds": 3})
         messages = check_against_draw(row, events, BLOCK, seed, on_time=0)
         assert len(messages) == 3 * 3 * 2
+
+
+@pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
+                    reason="git is needed to build the synthetic CooperBench pool")
+def test_asynchronous_messages(tmp_path: Path) -> None:
+    from masgrid.families.cooper.sandbox import sandbox_problem
+    from masgrid.families.cooper.synthetic import write_synthetic_pool
+
+    written = write_synthetic_pool(tmp_path / "pool")
+    pair = [int(x) for x in next(k for k, v in sorted(written.expected.items()) if v == "clean").split(",")]
+    block = {"loss": 0.3, "delay": 0.3, "duplicate": 0.5, "reorder": 0.5}
+    for seed in (2,):  # one run (about 7 s): some of its sends are lost, others not
+        row, events = run(tmp_path / str(seed), block, task=f"cooper/{written.pool}/{written.task_id}",
+                          protocol="workspace", seed=seed,
+                          cooper={"features": pair, "data_dir": str(written.data_dir),
+                                  "repos_dir": str(written.repos_dir), "cache_dir": str(tmp_path / "cache"),
+                                  "sandbox": "bwrap" if sandbox_problem() is None else "none"})
+        messages = check_against_draw(row, events[events["kind"] == "message"], block, seed, on_time=None)
+        outcomes = {m["outcome"] for m in messages}
+        assert "lost" in outcomes and len(outcomes) > 1
+        # a teammate reads at most the copies the channel let through, never a lost one
+        for (sender, to), got in Counter((int(ev.peers[0]), int(ev.agent))
+                                         for ev in events[events["kind"] == "delivery"].itertuples()).items():
+            assert got <= sum(2 if "duplicated" in m["outcome"] else 1 for m in messages
+                              if (m["sender"], m["to"]) == (sender, to) and m["outcome"] != "lost")
 
 
 def test_every_protocol_refuses_no_rate_and_bad_blocks_are_one_line() -> None:
