@@ -40,7 +40,7 @@ def doc_rates(block: dict, sender: int, recipient: int) -> dict[str, float]:
     links = block.get("links") or {}
     if isinstance(links, list):
         links = {line.split()[0]: {p.split("=")[0]: float(p.split("=")[1]) for p in line.split()[1:]} for line in links}
-    ranked: list[tuple[int, int, dict]] = []
+    ranked: list[tuple[int, int, dict]] = []  # one level's entries never set the same rate (refused)
     for pos, (key, rates) in enumerate(links.items()):
         a, arrow, b = re.match(r"^(\*|\d+|store)(->|-)(\*|\d+|store)$", key).groups()
         pairs = [(a, b)] if arrow == "->" else [(a, b), (b, a)]
@@ -75,7 +75,11 @@ def test_draw_matches_the_documented_formula_with_links() -> None:
             arrow = "->" if b == "store" or rng.random() < 0.5 else "-"
             links[f"{a}{arrow}{b}"] = {r: rng.choice([0.0, 1.0, 0.3]) for r in rng.sample(RATES, rng.randint(1, 2))}
         block["links"] = links
-        settings = ChannelSettings.model_validate(block)
+        try:
+            settings = ChannelSettings.model_validate(block)
+        except ValueError as exc:  # two entries of one level setting the same rate of a link
+            assert "more specific" in str(exc)
+            continue
         seed = rng.randint(-2**63, 2**63 - 1)
         for sender in range(3):
             for recipient in (-1, 0, 1, 2):
@@ -236,7 +240,10 @@ def test_every_protocol_refuses_no_rate_and_bad_blocks_are_one_line() -> None:
                        ({"links": {"0=>1": {"loss": 1}}}, "channel.links"),
                        ({"links": ["0->1 drop=1"]}, "channel.links"),
                        ({"links": {"0->1": {"loss": 2}}}, "channel.links"),
-                       ({"links": ["0->9 loss=1"]}, "no agent 9")):
+                       ({"links": ["0->9 loss=1"]}, "no agent 9"),
+                       ({"links": ["*->1 loss=1", "0->* loss=0"]}, "make one of them more specific"),
+                       ({"links": ["0-1 delay=1", "1-0 delay=0"]}, "make one of them more specific"),
+                       ({"links": ["0->1 loss=1", "0->1 delay=1"]}, "given twice")):
         with pytest.raises(ConfigError) as err:
             RunConfig.from_mapping({"agents": 4, "channel": bad})
         assert where in str(err.value) and len(str(err.value).splitlines()) == 2, str(err.value)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: the rates of one link or of the whole run, in the order their uniforms are drawn
 RATES = ("loss", "delay", "duplicate", "reorder")
@@ -106,7 +106,12 @@ class ChannelSettings(BaseModel):
         if value is None:
             return {}
         if isinstance(value, (list, tuple)):  # the one-line form: ["0->1 loss=1 delay=0.5", ...]
-            value = dict(parse_link_line(str(item)) for item in value)
+            pairs = [parse_link_line(str(item)) for item in value]
+            keys = [key for key, _ in pairs]
+            twice = sorted({key for key in keys if keys.count(key) > 1})
+            if twice:
+                raise ValueError(f"link {twice[0]!r} is given twice; give it once with all its rates")
+            value = dict(pairs)
         if not isinstance(value, dict):
             raise ValueError("a mapping from link ('i->j', 'i-j', '*->j', 'i->store') to rates, e.g. "
                              "{'0->1': {loss: 0.5}}, or a list of 'LINK RATE=VALUE ...' strings")
@@ -119,6 +124,24 @@ class ChannelSettings(BaseModel):
         """Whether any message can be touched: a non-zero rate, here or on a link."""
         return any(getattr(self, r) for r in RATES) or any(
             getattr(rates, r) for rates in self.links.values() for r in RATES)
+
+    @model_validator(mode="after")
+    def _unambiguous(self) -> ChannelSettings:
+        """Two entries of one precedence level that can match the same message may not set the
+        same rate: which one wins would depend on the order written, which a run's identity
+        does not keep (its JSON sorts keys)."""
+        parsed = [(key, parse_link(key), {r for r in RATES if getattr(rates, r) is not None})
+                  for key, rates in self.links.items()]
+        for k, (key_a, (a1, b1, dir_a), set_a) in enumerate(parsed):
+            for key_b, (a2, b2, dir_b), set_b in parsed[k + 1:]:
+                if _level(a1, b1, dir_a) != _level(a2, b2, dir_b) or not set_a & set_b:
+                    continue
+                ends_a = [(a1, b1)] if dir_a else [(a1, b1), (b1, a1)]
+                ends_b = [(a2, b2)] if dir_b else [(a2, b2), (b2, a2)]
+                if any(_meet(x1, x2) and _meet(y1, y2) for x1, y1 in ends_a for x2, y2 in ends_b):
+                    raise ValueError(f"links {key_a!r} and {key_b!r} both set {', '.join(sorted(set_a & set_b))} for "
+                                     f"some link; make one of them more specific (i-j, or i->j, wins over '*')")
+        return self
 
     def check_agents(self, n_agents: int) -> None:
         """Every agent a link names exists (ValueError naming the link otherwise)."""
@@ -133,18 +156,27 @@ class ChannelSettings(BaseModel):
         precedence (wildcards, then `i-j`, then `i->j`; within a level, as written), each
         replacing only the rates it names."""
         out = {r: float(getattr(self, r)) for r in RATES}
-        levels: list[list[LinkRates]] = [[], [], []]
+        levels: list[list[LinkRates]] = [[], [], []]  # entries of one level never set the same rate
         s_name, r_name = str(sender), STORE_NAME if recipient == STORE else str(recipient)
         for key, rates in self.links.items():
             a, b, directed = parse_link(key)
             pairs = [(a, b)] if directed else [(a, b), (b, a)]
             if not any(x in ("*", s_name) and y in ("*", r_name) for x, y in pairs):
                 continue
-            levels[0 if "*" in (a, b) else (2 if directed else 1)].append(rates)
+            levels[_level(a, b, directed)].append(rates)
         for entries in levels:
             for rates in entries:
                 out.update({r: float(v) for r in RATES if (v := getattr(rates, r)) is not None})
         return out
+
+
+def _level(sender: str, recipient: str, directed: bool) -> int:
+    """Precedence of a link entry: 0 wildcard, 1 `i-j`, 2 `i->j` (the higher wins)."""
+    return 0 if "*" in (sender, recipient) else (2 if directed else 1)
+
+
+def _meet(a: str, b: str) -> bool:
+    return a == b or "*" in (a, b)
 
 
 def uniforms(seed: int, sender: int, recipient: int, index: int) -> tuple[float, float, float, float]:
