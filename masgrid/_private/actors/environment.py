@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from masgrid._private.actors import heap
+from masgrid._private.envs.channel import ChannelSettings, make_channel
 from masgrid._private.envs.harness import CommandOutcome
 from masgrid._private.envs.protocols import make_protocol
 from masgrid._private.envs.tasks import Instance, get_task
@@ -40,16 +41,18 @@ class OutcomeRecord:
     read_other: bool = False
     received: int = 0
     peers: list[int] = field(default_factory=list)  # recipients of a send, senders of received messages, writer of a file read
+    channel: dict[str, Any] | None = None  # what the channel did to the command's messages (ChannelNote.as_columns)
 
 
 class EnvironmentHost:
     def __init__(self, protocol: str | None = None, instance: Instance | None = None,
-                 token_counter: str = "approx", condition: str = "base") -> None:
+                 token_counter: str = "approx", condition: str = "base", channel: ChannelSettings | None = None,
+                 seed: int = 0) -> None:
         if protocol is not None and instance is not None:
-            self.configure(protocol, instance, token_counter, condition)
+            self.configure(protocol, instance, token_counter, condition, channel, seed)
 
     def configure(self, protocol: str, instance: Instance, token_counter: str = "approx",
-                  condition: str = "base") -> None:
+                  condition: str = "base", channel: ChannelSettings | None = None, seed: int = 0) -> None:
         """(Re)initialise for a run; a pooled actor is configured afresh for every run."""
         task = get_task(instance.task)
         self.instance = instance
@@ -58,6 +61,8 @@ class EnvironmentHost:
                                       lambda agent, raw: task.parse_answer(instance, agent, raw),
                                       task.protocol_options(protocol, condition))
         self.notice = task.round_notice(protocol, condition)
+        # one channel per run: its message counters run on across phases (docs/channel.md)
+        self.protocol.channel = make_channel(channel, seed)
         self.protocol.attach(instance)
         heap.settle()
 
@@ -86,6 +91,7 @@ class EnvironmentHost:
                     tokens_comm=comm, messages_sent=o.messages_sent, deliveries=o.deliveries,
                     submitted=o.submitted, read_other=bool(o.extra.get("read_other")),
                     received=int(o.extra.get("received", 0)), peers=list(o.extra.get("peers", [])),
+                    channel=o.extra["channel"].as_columns() if "channel" in o.extra else None,
                 ))
             out[agent] = records
         if self.notice:

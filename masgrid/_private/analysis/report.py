@@ -12,6 +12,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from masgrid._private.analysis.channel import write_channel_section
 from masgrid._private.analysis.families import families_present, write_family_reports
 from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
@@ -59,6 +60,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     team_lines, team_files = write_teams_section(runs, out)  # only when some run used a mixed-model team
     index += team_lines
     written += team_files
+    channel_files, channel_lines = write_channel_section(runs, out)  # only when runs used a channel
+    written += channel_files
+    index += channel_lines
     index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")

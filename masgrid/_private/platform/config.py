@@ -17,7 +17,8 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from masgrid._private.actors.backends import BackendSettings
 from masgrid._private.actors.backends.sampling import compare_with_paper
-from masgrid._private.envs.protocols import PROTOCOLS
+from masgrid._private.envs.channel import RATES, ChannelSettings
+from masgrid._private.envs.protocols import PROTOCOLS, get_protocol
 from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_counter
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.team import Team, TeamSettings, composition_string, resolve_team
@@ -117,6 +118,9 @@ class _RunConfigBase(BaseModel):
                                               "(masgrid/_private/platform/preflight.py); never part of the identity")
     team: TeamSettings = Field(default_factory=TeamSettings, description="per-agent models (docs/team.md); "
                                "unset: every agent runs `model`")
+    channel: ChannelSettings = Field(default_factory=ChannelSettings,
+                                     description="unreliable delivery: loss, delay, duplication, reordering per "
+                                                 "message (docs/channel.md); all zero: perfect delivery")
     #: prompt fingerprints computed where the run was planned; they travel (pickled) with the
     #: config to the driver, so the run id never depends on the node that executes it
     _prompt_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -167,6 +171,11 @@ class _RunConfigBase(BaseModel):
             if getattr(self, key, None) is None:
                 raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        if self.channel.active:
+            if not get_protocol(self.protocol).channel_support:
+                raise ValueError(f"channel: protocol {self.protocol} does not route its messages through the "
+                                 f"channel; set every channel rate to 0 or use a protocol that does (docs/channel.md)")
+            self.channel.check_agents(self.agents)
         if self.condition in task.scripted_only_conditions and self.backend != "scripted":
             raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
                              f"model=scripted, not backend={self.backend}")
@@ -227,6 +236,8 @@ class _RunConfigBase(BaseModel):
             data[task.family] = task.identity_options(data[task.family])
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
             data[key] = None
+        if not self.channel.active:  # perfect delivery: absent, so every earlier run id stays
+            data.pop("channel")
         data["model"] = {k: getattr(self.model, k) for k in _MODEL_IDENTITY}
         if self.model.tool_mode != "native":  # how tools reach the model; only then, so older run ids stay
             data["model"]["tool_mode"] = self.model.tool_mode
@@ -299,7 +310,7 @@ class _RunConfigBase(BaseModel):
                 "sampling_vs_paper": compare_with_paper(m.paper_sampling, m.model_dump()),
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
-                "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
+                "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph, **self.channel_columns(),
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
                 **self._ignored_columns(), **self._team_columns()}
@@ -316,6 +327,15 @@ class _RunConfigBase(BaseModel):
                 "team_placement": team.placement, "team_strong": team.strong,
                 "team_members": json.dumps({name: m.record() for name, m in sorted(team.members.items())},
                                            sort_keys=True)}
+
+    def channel_columns(self) -> dict[str, Any]:
+        """The channel's settings as runs columns; null when it is off (docs/channel.md)."""
+        on = self.channel.active
+        out: dict[str, Any] = {f"channel_{r}": getattr(self.channel, r) if on else None for r in RATES}
+        out["channel_delay_rounds"] = self.channel.delay_rounds if on else None
+        out["channel_links"] = json.dumps({k: v.model_dump(exclude_none=True) for k, v in self.channel.links.items()},
+                                          sort_keys=True) if on and self.channel.links else None
+        return out
 
     def _ignored_columns(self) -> dict[str, Any]:
         """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,

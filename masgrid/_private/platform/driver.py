@@ -24,6 +24,7 @@ from masgrid._private.actors import heap
 from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
 from masgrid._private.actors.backends import Completion
 from masgrid._private.actors.environment import EnvironmentHost, OutcomeRecord
+from masgrid._private.envs.channel import make_channel
 from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
@@ -122,6 +123,8 @@ class RunLog:
     #: a team run: each agent's member, and the failed calls per member and error class
     members: tuple[str, ...] | None = None
     member_errors: dict[str, Counter] = field(default_factory=dict)
+    #: the channel's outcome labels of every recorded message (docs/channel.md)
+    channel_outcomes: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.stats = [AgentStats() for _ in range(self.n_agents)]
@@ -211,8 +214,15 @@ class RunLog:
                 self._event(phase=phase, round=round_no, agent=i, kind=o.kind, verb=o.verb, text=o.block,
                             reply=o.reply, ok=o.ok, error=None, tokens_in=0, tokens_out=0,
                             tokens_comm=o.tokens_comm, usage_source=None, latency_s=None, attempts=None,
-                            messages_sent=o.messages_sent, peers=o.peers)
+                            messages_sent=o.messages_sent, peers=o.peers, **self._channel(o.channel))
         self.next_round = round_no + 1
+
+    def _channel(self, columns: dict[str, Any] | None) -> dict[str, Any]:
+        """An event's channel columns, counted for the run's channel metrics."""
+        if not columns:
+            return {}
+        self.channel_outcomes.update(columns["channel_outcome"])
+        return columns
 
     def _record_call(self, phase: int, round_no: int, agent: int, c: Completion, where: str, **extra: Any) -> None:
         """A model call that went into the history: its counters, a final refusal (`where`
@@ -257,6 +267,8 @@ class RunLog:
             self._record_call(phase, step, agent, c, f"step {step}", t=started)
         for row in after:
             st.messages_sent += int(row.get("messages_sent", 0))
+            if row["kind"] == "message" and row.get("channel_outcome"):  # the send, not its deliveries
+                self._channel({"channel_outcome": row["channel_outcome"]})
             st.tokens_comm += int(row.get("tokens_comm", 0))
             st.command_errors += row["kind"] == "tool_result" and not row.get("ok", True)
             self._event(**{"ok": True, "tokens_in": 0, "tokens_out": 0, "tokens_comm": 0, "messages_sent": 0,
@@ -425,7 +437,7 @@ class RunDriver:
                         member_of=list(team.agents) if team else None)
         env, *hosts = await asyncio.gather(
             self._spawn(EnvironmentHost, f"env:{cfg.run_id}", cfg.protocol, instance, counter,
-                        cfg.condition),
+                        cfg.condition, cfg.channel if cfg.channel.active else None, cfg.seed),
             *(self._spawn(AgentHost, f"agents:{cfg.run_id}:{h}", spec, concurrency=64) for h in range(n_hosts)))
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
         size = math.ceil(cfg.agents / n_hosts)
@@ -500,6 +512,8 @@ class RunDriver:
 
         # the asynchronous schedule counts its messages' tokens itself (the others' environment does)
         comm_counter = get_counter(cfg.token_counting().spec) if task.schedule == "asynchronous" else None
+        # ... and routes its messages itself: through the run's channel, one for all phases (docs/channel.md)
+        channel = make_channel(cfg.channel, cfg.seed) if task.schedule == "asynchronous" else None
         submissions: list[Any] = [None] * cfg.agents
         watched = watched_endpoint(cfg)
         watch = EngineWatch(watched or cfg.model, cfg.preflight and watched is not None)
@@ -517,7 +531,7 @@ class RunDriver:
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
                                agents=LoggedAgents(pool, log, phase, flush, watch), env=env,
                                on_round=on_round, task=task, instance=instance, record_step=record_step,
-                               count_tokens=comm_counter)
+                               count_tokens=comm_counter, channel=channel)
             result = await scheduler.run_phase(ctx)
             submissions = result.submissions
             phase_subs.append(list(submissions))
@@ -565,6 +579,7 @@ class RunDriver:
             **phased,
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
+        metrics.update(channel_metrics(log.channel_outcomes) if cfg.channel.active else {})
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
         metrics.update(scoring)  # a scoring model's calls and tokens, apart from the agents'
         metrics.update(team_metrics(cfg, task, instance, log))
@@ -618,6 +633,18 @@ class RunDriver:
                                       lambda prompt, c: log.record_scoring_call(phase, request.actor, prompt, c))
         finally:
             await host_clients(shared).aclose()
+
+
+def channel_metrics(outcomes: Counter) -> dict[str, int]:
+    """The run's channel counts from its messages' outcome labels (docs/channel.md)."""
+    def having(part: str) -> int:
+        return sum(n for label, n in outcomes.items() if part in label.split("+"))
+
+    sent = sum(outcomes.values())
+    lost = outcomes.get("lost", 0)
+    return {"channel_sent": sent, "channel_delivered": sent - lost, "channel_lost": lost,
+            "channel_late": having("delayed"), "channel_duplicated": having("duplicated"),
+            "channel_reordered": having("reordered")}
 
 
 def _check_prompts(cfg: RunConfig, task: Task, instance: Instance) -> None:

@@ -43,6 +43,13 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("team_placement", pa.string()),  # team runs: random | by_degree | leaves | explicit; else null
     ("team_strong", pa.string()),  # team runs: the member placed first (a composition's first entry); else null
     ("team_members", pa.string()),  # team runs: JSON {member: {backend, preset, model, base_url, sampling}}
+    # the unreliable channel (docs/channel.md); all null when it is off
+    ("channel_loss", pa.float64()),
+    ("channel_delay", pa.float64()),
+    ("channel_duplicate", pa.float64()),
+    ("channel_reorder", pa.float64()),
+    ("channel_delay_rounds", pa.int64()),
+    ("channel_links", pa.string()),  # JSON {link: rates}, null when no link has its own rates
     ("results_dir", pa.string()),
     ("experiment", pa.string()),
     ("tags", pa.list_(pa.string())),
@@ -113,6 +120,13 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "team_strong_degree": (pa.float64(), "team runs with a composition on a task with a communication graph (else "
                            "null): mean degree of the agents running the strong member (the first entry)"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
+    "channel_sent": (pa.int64(), "messages offered to the unreliable channel, one per (message, recipient) "
+                     "(docs/channel.md); null when the channel is off"),
+    "channel_delivered": (pa.int64(), "channel messages not lost (on time or late); null when the channel is off"),
+    "channel_lost": (pa.int64(), "channel messages dropped; null when the channel is off"),
+    "channel_late": (pa.int64(), "channel messages delayed by channel.delay_rounds; null when the channel is off"),
+    "channel_duplicated": (pa.int64(), "channel messages delivered twice; null when the channel is off"),
+    "channel_reordered": (pa.int64(), "channel messages moved ahead of their batch; null when the channel is off"),
     **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
        for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
 }
@@ -283,6 +297,12 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "messages_sent": (pa.int64(), "messages", "command: messages it sent (0 on other events)"),
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),
+    "channel_to": (pa.list_(pa.int64()), "agent ids", "a send through the unreliable channel (docs/channel.md): "
+                   "one entry per channel message, its recipient (-1: the kv store); null without a channel"),
+    "channel_outcome": (pa.list_(pa.string()), "labels", "what the channel did to each message of `channel_to`: "
+                        "delivered, lost, or delayed / duplicated / reordered joined by '+'; null without a channel"),
+    "channel_round": (pa.list_(pa.int64()), "round", "per message of `channel_to`: the round it becomes readable "
+                      "(its first copy); null when lost or, on the asynchronous schedule, not known when sent"),
     "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
     "tool": (pa.string(), "label", "action, tool_result, message (asynchronous schedule): the tool called, else null"),
     "tool_calls": (pa.string(), "JSON", "model_call of a reply with tool calls: {\"content_chars\": length of the "

@@ -20,6 +20,13 @@ The reference tries the text from every '{' to the last '}'; we decode the first
 JSON value at every '{', which also accepts a JSON object followed by more prose.
 `agentsnet.parser=reference` (instance param `parser`) parses as the reference does
 instead (local_reference.py); the retry is the same in both modes.
+
+Through an unreliable channel (masgrid's `channel:` block, docs/channel.md) each entry of a
+round-r message object is one message from the sender to that neighbour, due in the round
+r + 1 inbox: a lost one never arrives (the neighbour is listed as silent), a delayed one
+arrives in the inbox of round r + 1 + d (never, when that is after the final answer's), a
+duplicated one is listed twice, a reordered one is listed before the other messages of its
+inbox (normally in neighbour order).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import Callable
 
 import yaml
 
+from masgrid.task_api import ChannelNote
 from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid._private.envs.protocols import register_protocol
 from masgrid._private.envs.protocols.base import Protocol
@@ -152,10 +160,13 @@ class LocalProtocol(Protocol):
     name = "local"
     #: what an agent's local input must hold (the task puts it there)
     required_input: ClassVar[tuple[str, ...]] = ("name", "neighbors", "valid_answers")
+    channel_support = True
 
     def reset(self) -> None:
         super().reset()
         self.outbox: dict[int, dict[str, str]] = {}
+        #: with a channel: inbox round -> recipient -> [(reordered, sender, text)] in arrival order
+        self.arrivals: dict[int, dict[int, list[tuple[bool, int, str]]]] = {}
         self.failed: list[int] = [0] * self.n_agents
 
     def attach(self, instance: Any) -> None:
@@ -192,6 +203,8 @@ class LocalProtocol(Protocol):
         return {i: [self._t("first_round", cot=cot)] for i in range(self.n_agents)}
 
     def _inbox(self, agent: int, final: bool) -> str:
+        if self.channel is not None:
+            return self._channel_inbox(agent, final)
         name = self.names[agent]
         parts = [self.prompts["final_inbox_header" if final else "inbox_header"]]
         silent = []
@@ -204,6 +217,33 @@ class LocalProtocol(Protocol):
         if silent:
             parts.append(self._t("silent", names=", ".join(silent)))
         return "".join(parts)
+
+    def _channel_inbox(self, agent: int, final: bool) -> str:
+        """The inbox of the next round as the channel delivers it (see the module docstring)."""
+        items = self.arrivals.get(self.round + 1, {}).get(agent, [])
+        order = {nb: k for k, nb in enumerate(self.neighbors[agent])}
+        # reordered first, then neighbour order; copies and late arrivals keep their arrival order
+        items = sorted(items, key=lambda it: (not it[0], order.get(self.names[it[1]], len(order))))
+        parts = [self.prompts["final_inbox_header" if final else "inbox_header"]]
+        parts += [self._t("message_item", sender=self.names[sender], text=text) for _, sender, text in items]
+        heard = {self.names[sender] for _, sender, _ in items}
+        silent = [nb for nb in self.neighbors[agent] if nb not in heard]
+        if silent:
+            parts.append(self._t("silent", names=", ".join(silent)))
+        return "".join(parts)
+
+    def _send(self, agent: int, messages: dict[str, str]) -> ChannelNote:
+        """Round r's messages of `agent` into the inboxes the channel puts them in."""
+        assert self.channel is not None
+        note = ChannelNote.empty()
+        for name, text in messages.items():
+            j = self.index[name]
+            fate = self.channel.fate(agent, j)
+            due = self.round + 1 + fate.delay
+            note.add(j, fate, due)
+            for _ in range(fate.copies):
+                self.arrivals.setdefault(due, {}).setdefault(j, []).append((fate.reordered, agent, text))
+        return note
 
     def end_round(self) -> dict[int, list[str]]:
         """Synchronous delivery: round r's messages become each agent's round r + 1 prompt."""
@@ -224,6 +264,7 @@ class LocalProtocol(Protocol):
                     text += self.prompts["last_round"]
             out[i] = [text.strip()]
         self.outbox = {}
+        self.arrivals.pop(self.round + 1, None)
         return out
 
     # -- replies -------------------------------------------------------------------------------
@@ -252,4 +293,8 @@ class LocalProtocol(Protocol):
         note = f"not delivered, not a neighbour: {', '.join(dropped)}" if dropped else ""
         out = CommandOutcome(block=json.dumps(messages, ensure_ascii=False), verb=verb, reply=note,
                              communication=True, messages_sent=len(messages), deliveries=len(messages))
+        if self.channel is not None:
+            sent = self._send(agent, messages)
+            out.extra["channel"] = sent
+            out.deliveries = sum(o != "lost" for o in sent.outcome)
         return [out]

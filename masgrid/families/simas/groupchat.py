@@ -18,6 +18,14 @@ hands a message (`end_round` delivers exactly one, or none when the phase is ove
 - condition `cot`: one agent, one call with the chain-of-thought prompt, parsed as final.
 
 A failed model call leaves a marked empty turn in the history; the discussion goes on.
+
+Through an unreliable channel (masgrid's `channel:` block, docs/channel.md) each discussion
+utterance is one message from its speaker to each other agent, due at the listener's turn in
+the utterance's round (listeners who speak later in that round) or the next one: a lost one
+never reaches that listener, a delayed one is shown from the listener's first turn in round
+t + d (the final answer's turn counts as round T + 1; later ones are never shown), a
+duplicated one is shown twice, a reordered one before the other new entries of that turn.
+A failed turn's marker is no message and reaches everyone.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 
+from masgrid.task_api import ChannelNote
 from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
 from masgrid._private.envs.protocols import register_protocol
 from masgrid._private.envs.protocols.base import Protocol
@@ -81,6 +90,7 @@ class ProfileValidator:
 @register_protocol
 class GroupChatProtocol(Protocol):
     name = "groupchat"
+    channel_support = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.attached, self.phase_no = False, 0  # Protocol.__init__ calls reset() before attach()
@@ -96,6 +106,8 @@ class GroupChatProtocol(Protocol):
         self.next_speaker: int | None = None
         self.delivery: dict[int, list[str]] = {}
         self.profile_source: str | None = None
+        #: with a channel: per listener, (round due, reordered, speaker, text) not shown yet, in arrival order
+        self.queue: list[list[tuple[int, bool, int, str]]] = [[] for _ in range(self.n_agents)]
 
     def attach(self, instance: Any) -> None:
         self.params = instance.params
@@ -143,7 +155,12 @@ class GroupChatProtocol(Protocol):
             return {0: [prompts.cot_user(self.params)]}
         return {0: [self._turn_text(0)]}
 
-    def _history(self, agent: int) -> str:
+    def _history(self, agent: int, round_no: int = 0) -> str:
+        if self.channel is not None:
+            due = [item for item in self.queue[agent] if item[0] <= round_no]
+            self.queue[agent] = [item for item in self.queue[agent] if item[0] > round_no]
+            shown = [(speaker, text) for _, _, speaker, text in sorted(due, key=lambda item: not item[1])]
+            return prompts.history(self.names, shown, nobody_yet=not self.transcript)
         new = self.transcript[self.seen[agent]:]
         self.seen[agent] = len(self.transcript)
         return prompts.history(self.names, new, nobody_yet=not self.transcript)
@@ -151,9 +168,9 @@ class GroupChatProtocol(Protocol):
     def _turn_text(self, turn: int) -> str:
         agent = self.speaker_of(turn)
         if turn >= self.n_agents * self.rounds:
-            return prompts.final_request(self.params, self._history(agent))
+            return prompts.final_request(self.params, self._history(agent, self.rounds + 1))
         key = "first_turn" if turn < self.n_agents else "turn"
-        return prompts.render(key, history=self._history(agent), name=self.names[agent], round=self.round_of(turn),
+        return prompts.render(key, history=self._history(agent, self.round_of(turn)), name=self.names[agent], round=self.round_of(turn),
                               rounds=self.rounds, question_block=prompts.question_block(self.params))
 
     def end_round(self) -> dict[int, list[str]]:
@@ -174,12 +191,33 @@ class GroupChatProtocol(Protocol):
         said = text if error is None and text is not None else prompts.render("failed_turn")
         self.transcript.append((agent, said))
         self.seen[agent] = len(self.transcript)  # its own reply is in its history already
+        note = self._send(agent, said, self.round_of(turn), reliable=error is not None) \
+            if self.channel is not None else None
         if turn + 1 < self.total_turns():
             self.delivery = {self.speaker_of(turn + 1): [self._turn_text(turn + 1)]}
         if error is not None:
             return [CommandOutcome(block="", verb="discuss", reply=MSG_MODEL_ERROR, ok=False)]
-        return [CommandOutcome(block=said, verb="discuss", reply="", communication=True, messages_sent=1,
-                               deliveries=0)]
+        out = CommandOutcome(block=said, verb="discuss", reply="", communication=True, messages_sent=1,
+                             deliveries=0)
+        if note is not None:
+            out.extra["channel"] = note
+        return [out]
+
+    def _send(self, agent: int, said: str, round_no: int, reliable: bool) -> ChannelNote:
+        """One utterance into each listener's queue, as the channel lets it through."""
+        assert self.channel is not None
+        note = ChannelNote.empty()
+        for j in range(self.n_agents):
+            if j == agent:
+                continue
+            if reliable:  # a failed turn's marker
+                self.queue[j].append((round_no, False, agent, said))
+                continue
+            fate = self.channel.fate(agent, j)
+            due = round_no + fate.delay
+            note.add(j, fate, due)
+            self.queue[j].extend((due, fate.reordered, agent, said) for _ in range(fate.copies))
+        return note
 
     def _final(self, agent: int, text: str | None, error: str | None) -> CommandOutcome:
         if error is not None:

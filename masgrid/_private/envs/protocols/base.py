@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
+from masgrid._private.envs.channel import Channel
 from masgrid._private.envs.harness import (
     MSG_MODEL_ERROR,
     MSG_NO_COMMANDS,
@@ -91,6 +92,11 @@ class Protocol(ABC):
     body_verbs: ClassVar[frozenset[str]] = frozenset()
     #: verbs that own the rest of the block verbatim (a multi-line value).
     verbatim_verbs: ClassVar[frozenset[str]] = frozenset()
+    #: whether the substrate routes its messages through `channel` (docs/channel.md); a run
+    #: with channel rates on a substrate without it is refused before it starts
+    channel_support: ClassVar[bool] = False
+    #: the run's unreliable channel (envs/channel.py); None: perfect delivery, nothing drawn
+    channel: Channel | None = None
 
     def __init__(self, n_agents: int, answer_parser: AnswerParser, options: ProtocolOptions | None = None) -> None:
         if n_agents < 1:

@@ -21,6 +21,7 @@ class BroadcastProtocol(MailboxProtocol):
     }
     communication_verbs = frozenset({"receive_messages", "broadcast_message", "list_agents"})
     bare_verbs = frozenset({"receive_messages", "list_agents"})
+    channel_support = True
     body_verbs = frozenset({"broadcast_message"})
 
     def _broadcast(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:

@@ -4,6 +4,14 @@ With `next_round_visibility` (SILO-Bench A.5, the SFS protocol) an agent's list/
 see the store as it was at the end of the previous round, overlaid with that agent's
 own writes and deletes of the current round: A.4's "writes are immediately visible to
 subsequent reads" holds for the writer, while other agents see them from round r + 1.
+
+With an unreliable channel (docs/channel.md) each `write_file` is one message from its
+writer to the store: a lost write never reaches it (the writer is told it wrote, as it cannot
+know), a delayed one is applied at the start of round r + d, before any reply of that round,
+a reordered one at the end of its round, after every other write of the round (delayed and
+reordered: after the other writes due at the same round start), and a duplicated one is
+applied again at the start of the round after its first application.
+Deletes and the harness's submission files are not messages and always reach the store.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from masgrid._private.envs.channel import STORE, ChannelNote
 from masgrid._private.envs.harness import CommandError, CommandOutcome
 from masgrid._private.envs.protocols import register_protocol
 from masgrid._private.envs.protocols.base import Protocol, agent_name, format_answer
@@ -39,6 +48,7 @@ class KVProtocol(Protocol):
     }
     communication_verbs = frozenset({"list_files", "read_file", "write_file", "delete_file"})
     verbatim_verbs = frozenset({"write_file"})  # E.4: the value is every line after the key
+    channel_support = True
 
     def reset(self) -> None:
         super().reset()
@@ -46,9 +56,17 @@ class KVProtocol(Protocol):
         self._next_id = 1
         self._snapshot: dict[str, FileRow] = {}
         self._own: dict[int, dict[str, FileRow | None]] = {}
+        #: channel writes waiting: (round due, reordered, writer, path, content), in the order they were sent
+        self._held: list[tuple[int, bool, int, str, str]] = []
+        self._end_of_round: list[tuple[int, str, str, bool]] = []  # reordered: (writer, path, content, replay)
 
     def begin_round(self, round_no: int) -> None:
         super().begin_round(round_no)
+        if self._held:
+            due = sorted((w for w in self._held if w[0] <= round_no), key=lambda w: w[1])  # reordered last
+            self._held = [w for w in self._held if w[0] > round_no]
+            for _, _, writer, path, content in due:
+                self.upsert(path, content, writer)
         if self.options.next_round_visibility:
             self._snapshot = {path: replace(row) for path, row in self.files.items()}
             self._own = {}
@@ -102,10 +120,41 @@ class KVProtocol(Protocol):
         path = args.strip()
         if not path or " " in path:
             raise CommandError("usage: write_file <key> on the first line, the content on the following lines")
-        self.upsert(path, body, agent)
+        if self.channel is None:
+            self.upsert(path, body, agent)
+        else:
+            self._write_through_channel(agent, path, body, out)
         out.messages_sent = 1
         preview = body[:PREVIEW_CHARS].replace("\n", "\\n")
         return f"wrote {path} ({len(body)} chars) preview={preview}"
+
+    def _write_through_channel(self, agent: int, path: str, body: str, out: CommandOutcome) -> None:
+        assert self.channel is not None
+        fate = self.channel.fate(agent, STORE)
+        note = ChannelNote.empty()
+        note.add(STORE, fate, self.round + fate.delay)
+        out.extra["channel"] = note
+        if fate.lost:
+            return
+        replay = fate.copies > 1
+        if fate.delay:
+            self._held.append((self.round + fate.delay, fate.reordered, agent, path, body))
+            if replay:
+                self._held.append((self.round + fate.delay + 1, False, agent, path, body))
+        elif fate.reordered:
+            self._end_of_round.append((agent, path, body, replay))
+        else:
+            self.upsert(path, body, agent)
+            if replay:
+                self._held.append((self.round + 1, False, agent, path, body))
+
+    def close_round(self) -> None:
+        super().close_round()
+        for agent, path, body, replay in self._end_of_round:
+            self.upsert(path, body, agent)
+            if replay:
+                self._held.append((self.round + 1, False, agent, path, body))
+        self._end_of_round = []
 
     def _delete(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         path = args.strip()

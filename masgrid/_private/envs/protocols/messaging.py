@@ -12,12 +12,21 @@ as delivered (`deliveries`, `peers`, hence D) only if its receiver is still acti
 round boundary, when inboxes are filled; a receiver that submitted never reads it.
 Without it (MAS-Bench) a send is refused or delivered at once, by the state after the
 replies applied before it (agent-id order, Algorithm 2).
+
+With an unreliable channel (docs/channel.md) each (message, receiver) pair is one channel
+message: a lost one is never stored, a delayed one becomes readable `delay_rounds` rounds
+later, a duplicated one is stored twice, a reordered one goes ahead of the receiver's other
+unread rows that become readable in the same round. Each row then carries the round it is
+readable from (`visible_round`) and every inbox is kept sorted by it, so the readable rows
+stay a prefix of the inbox.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
+from masgrid._private.envs.channel import ChannelNote
 from masgrid._private.envs.harness import CommandOutcome
 from masgrid._private.envs.protocols.base import Protocol, agent_name
 
@@ -30,6 +39,7 @@ class MessageRow:
     content: str
     sent_round: int
     read: bool = False
+    visible_round: int | None = None  # with a channel: the round the row is readable from
 
 
 class MailboxProtocol(Protocol):
@@ -60,9 +70,13 @@ class MailboxProtocol(Protocol):
 
     def deliver(self, sender: int, receivers: list[int], content: str, out: CommandOutcome) -> None:
         """Store one message per receiver and account for it: at once (MAS-Bench), or at
-        `close_round` by who is still active (round_start_roster)."""
-        for j in receivers:
-            self.insert(sender, j, content)
+        `close_round` by who is still active (round_start_roster). Through the channel, a
+        lost message is not stored and does not count as delivered."""
+        if self.channel is None:
+            for j in receivers:
+                self.insert(sender, j, content)
+        else:
+            receivers = self._through_channel(sender, receivers, content, out)
         out.extra["peers"] = list(receivers)
         if self.options.round_start_roster:
             self._pending.append((out, list(receivers)))
@@ -81,7 +95,43 @@ class MailboxProtocol(Protocol):
     def insert(self, sender: int, receiver: int, content: str) -> None:
         row = MessageRow(len(self.rows) + 1, sender, receiver, content, self.round)
         self.rows.append(row)
-        self._unread.setdefault(receiver, []).append(row)
+        if self.channel is None:
+            self._unread.setdefault(receiver, []).append(row)
+        else:  # a harness notice: reliable, but placed by when it is readable (see the module docstring)
+            self._place(row, front=False)
+
+    def _through_channel(self, sender: int, receivers: list[int], content: str, out: CommandOutcome) -> list[int]:
+        """Store what the channel lets through; the receivers it reached."""
+        assert self.channel is not None
+        note = ChannelNote.empty()
+        reached = []
+        on_time = self.round + (1 if self.options.next_round_visibility else 0)
+        for j in receivers:
+            fate = self.channel.fate(sender, j)
+            note.add(j, fate, on_time + fate.delay)
+            if fate.lost:
+                continue
+            reached.append(j)
+            for _ in range(fate.copies):
+                row = MessageRow(len(self.rows) + 1, sender, j, content, self.round, visible_round=on_time + fate.delay)
+                self.rows.append(row)
+                self._place(row, front=fate.reordered)
+        out.extra["channel"] = note
+        return reached
+
+    def _readable_from(self, row: MessageRow) -> int:
+        if row.visible_round is not None:
+            return row.visible_round
+        return row.sent_round + (1 if self.options.next_round_visibility else 0)
+
+    def _place(self, row: MessageRow, front: bool) -> None:
+        """Insert `row` into its receiver's inbox, kept sorted by the round rows become
+        readable: after the rows readable no later than it, or (`front`, reordered) before
+        the rows readable in the same round or later."""
+        box = self._unread.setdefault(row.receiver, [])
+        key = self._readable_from(row)
+        at = (bisect_left if front else bisect_right)(box, key, key=self._readable_from)
+        box.insert(at, row)
 
     def _receive(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:
         # rows enter an inbox in sending order, so the visible ones (sent before this round,
@@ -100,6 +150,8 @@ class MailboxProtocol(Protocol):
         return "\n".join(f"{self.receive_prefix} {agent_name(r.sender)}: {r.content}" for r in unread)
 
     def visible(self, row: MessageRow) -> bool:
+        if row.visible_round is not None:
+            return row.visible_round <= self.round
         return not self.options.next_round_visibility or row.sent_round < self.round
 
     def message_log(self) -> list[dict]:

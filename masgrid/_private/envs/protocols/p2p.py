@@ -20,6 +20,7 @@ class P2PProtocol(MailboxProtocol):
     verbs = {"receive_messages": "_receive", "send_message": "_send"}
     communication_verbs = frozenset({"receive_messages", "send_message"})
     bare_verbs = frozenset({"receive_messages"})
+    channel_support = True
     body_verbs = frozenset({"send_message"})
 
     def _send(self, agent: int, args: str, body: str, out: CommandOutcome) -> str:

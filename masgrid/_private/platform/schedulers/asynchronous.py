@@ -37,6 +37,7 @@ from typing import Any
 from collections.abc import Callable
 
 from masgrid._private.actors.backends import Completion
+from masgrid._private.envs.channel import ChannelNote
 from masgrid._private.platform.schedulers.base import PhaseContext, PhaseResult, Scheduler, register_scheduler
 
 SEND, FINISH = "send_message", "finish"
@@ -52,6 +53,8 @@ class Loop:
     agent: int
     pending: list[dict[str, Any]] = field(default_factory=list)  # tool results and notes for the next step
     inbox: list[tuple[int, str]] = field(default_factory=list)  # (sender, content), in send order
+    #: with a channel: [steps still to wait, reordered, sender, content], in send order
+    held: list[list[Any]] = field(default_factory=list)
     actions: int = 0
     steps: int = 0
     messages: int = 0
@@ -158,6 +161,8 @@ class _Phase:
         teammate message that arrived since its last step, in send order."""
         new, loop.pending = loop.pending, []
         rows = [_row("observation", role="user", text=m["content"]) for m in new if m["role"] == "user"]
+        if self.ctx.channel is not None:
+            loop.inbox = self._arrived(loop)
         for sender, content in loop.inbox:
             text = self.task.harness_text("teammate_message", sender=self.task.agent_name(sender), content=content)
             new.append({"role": "user", "content": text})
@@ -165,6 +170,15 @@ class _Phase:
                              tokens_comm=self.count(text)))
         loop.inbox = []
         return new, rows
+
+    @staticmethod
+    def _arrived(loop: Loop) -> list[tuple[int, str]]:
+        """Channel messages due at this step (reordered ones first); the others wait one step less."""
+        due = sorted((h for h in loop.held if h[0] == 0), key=lambda h: not h[1])
+        loop.held = [h for h in loop.held if h[0] > 0]
+        for h in loop.held:
+            h[0] -= 1
+        return [(sender, content) for _, _, sender, content in due]
 
     async def _apply(self, loop: Loop, c: Completion) -> list[dict[str, Any]]:
         """Execute the reply's tool calls in order; the tool results go into `pending`."""
@@ -244,13 +258,26 @@ class _Phase:
         loop.messages += 1
         rows = [_row("message", tool=SEND, text=content, peers=targets, messages_sent=1)]
         done = [j for j in targets if self.loops[j].done]
+        if self.ctx.channel is not None:
+            rows[0].update(self._through_channel(loop.agent, targets, content))
         for j in targets:
-            if not self.loops[j].done:
+            if not self.loops[j].done and self.ctx.channel is None:
                 self.loops[j].inbox.append((loop.agent, content))
         label = ", ".join(self.task.agent_name(j) for j in targets)
         if done:
             return True, self.task.harness_text("recipient_done", to=", ".join(self.task.agent_name(j) for j in done)), rows
         return True, self.task.harness_text("sent", to=label), rows
+
+    def _through_channel(self, sender: int, targets: list[int], content: str) -> dict[str, Any]:
+        """Each (message, teammate) pair drawn by the channel (docs/channel.md); what reaches a
+        teammate still active waits in its `held` list. The send's channel columns."""
+        note = ChannelNote.empty()
+        for j in targets:
+            fate = self.ctx.channel.fate(sender, j)
+            note.add(j, fate, None)  # the step it is read at depends on the teammate's pace
+            if not self.loops[j].done:
+                self.loops[j].held.extend([fate.delay, fate.reordered, sender, content] for _ in range(fate.copies))
+        return note.as_columns()
 
     def _recipients(self, sender: int, to: str) -> list[int]:
         """`agent_2`, `2` or `all` (every teammate); an unknown name gives none."""

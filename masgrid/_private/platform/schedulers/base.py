@@ -58,6 +58,9 @@ class PhaseContext:
     #: the run's token counter (execution.token_counter, resolved): the asynchronous
     #: schedule counts its communication tokens with it, as the environment does for commands
     count_tokens: Callable[[str], int] | None = None
+    #: the run's unreliable channel (envs/channel.py), for schedulers that route messages
+    #: themselves (asynchronous); None: perfect delivery
+    channel: Any = None
 
 
 @dataclass
