@@ -1,0 +1,331 @@
+"""Adaptive sweeps (`sweep.adaptive`, docs/adaptive.md): run seeds per grid cell until a stopping
+rule fires, and record why each cell stopped in `results_dir/cells/`.
+
+A cell is a job of the grid without its seed. Its seeds are seed_start, seed_start+1, ... taken
+in batches at the looks of `stopping.looks`; each seed is an ordinary run with its ordinary
+run id, so an adaptive and a fixed sweep share runs, and a resumed adaptive sweep re-decides
+from the recorded runs (same looks, same outcomes, same decisions) and runs nothing twice.
+The settings are sweep settings: they choose which seeds run, never what a run is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.run_outcome import USABLE
+from masgrid._private.platform.stopping import AdaptiveSettings, discordant, interval, looks, width_decision
+
+if TYPE_CHECKING:
+    from masgrid._private.platform.sweep import SweepResult, SweepSettings
+
+__all__ = ["AdaptiveSettings", "build_cells", "check_adaptive", "read_cells", "run_adaptive"]
+
+logger = logging.getLogger(__name__)
+
+#: folder of the cells table under results_dir (one file per adaptive sweep)
+CELLS_DIR = "cells"
+
+
+#: the cells table: one row per grid cell of an adaptive sweep (docs/results.md, "cells")
+CELL_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
+    "sweep_id": (pa.string(), "the adaptive sweep: hash of its rule and its cells (one file per sweep)"),
+    "cell_key": (pa.string(), "the grid cell: hash of a run's identity without its seed"),
+    "cell": (pa.string(), "the cell as the keys the grid varies, e.g. `agents=4 condition=camoc`"),
+    "pair_key": (pa.string(), "compare: the partner cell's cell_key; null for the width rule"),
+    "compare_value": (pa.string(), "compare: this cell's value of the compared key"),
+    "rule": (pa.string(), "the stopping rule in words (AdaptiveSettings.rule)"),
+    "settings_json": (pa.string(), "sweep.adaptive as JSON"),
+    "metric": (pa.string(), "the runs column the rule uses"),
+    "seed_first": (pa.int64(), "first seed (sweep.adaptive.seed_start)"),
+    "n_seeds": (pa.int64(), "seeds run: seed_first .. seed_first + n_seeds - 1"),
+    "n_runs": (pa.int64(), "of those, runs usable (ok or degraded) with a value of the metric"),
+    "n_failed": (pa.int64(), "runs failed, invalid or without a value of the metric"),
+    "estimate": (pa.float64(), "mean of the metric over the usable runs (a proportion for yes/no)"),
+    "ci_low": (pa.float64(), "interval at `confidence`: Wilson (yes/no) or Student t (numeric); approximate "
+                             "after optional stopping"),
+    "ci_high": (pa.float64(), "upper bound of the same interval"),
+    "confidence": (pa.float64(), "level of ci_low/ci_high"),
+    "wins": (pa.int64(), "compare: seeds where this cell succeeded and its partner failed"),
+    "losses": (pa.int64(), "compare: seeds where its partner succeeded and this cell failed"),
+    "reason": (pa.string(), "why sampling stopped: width_reached, separated, not_separated, max_seeds, failed_runs, "
+                            "or in_progress (the sweep was stopped before the cell was decided)"),
+    "run_ids": (pa.list_(pa.string()), "the cell's runs in seed order (join key to runs.run_id)"),
+    "results_dir": (pa.string(), "where the runs are recorded"),
+    "updated_at": (pa.timestamp("us", tz="UTC"), "when this row was written"),
+}
+CELLS_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in CELL_COLUMNS.items()])
+
+
+@dataclass
+class Cell:
+    key: str
+    label: str
+    base: RunConfig
+    pair: Cell | None = None
+    value: str | None = None  # compare: this cell's value of the compared key
+    first: bool = False  # compare: this cell holds the first of the two values (the test's "a")
+    seeds: int = 0
+    reason: str | None = None
+    run_ids: list[str] = field(default_factory=list)
+    _dump: dict[str, Any] = field(default_factory=dict)
+
+    def config(self, seed: int) -> RunConfig:
+        if not self._dump:
+            self._dump = self.base.model_dump(mode="json")
+        return RunConfig.from_mapping({**self._dump, "seed": seed})
+
+
+def cell_key(cfg: RunConfig) -> str:
+    data = cfg.identity()
+    data.pop("seed", None)
+    data.pop("prompt_hash", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): json.dumps(value) if isinstance(value, (list, dict)) else value}
+
+
+def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[Cell]:
+    """The grid's cells (pairs for `compare`); ConfigError, one line, when the grid does not fit the rule."""
+    if not cfgs:
+        raise ConfigError("sweep.adaptive: the sweep has no job")
+    if len({c.seed for c in cfgs}) > 1:
+        raise ConfigError("sweep.adaptive: the grid sweeps seed, but an adaptive sweep chooses the seeds itself "
+                          "(sweep.adaptive.seed_start, +1, ...); drop seed from the grid")
+    cells: dict[tuple[str, str], Cell] = {}
+    flats: dict[tuple[str, str], dict[str, Any]] = {}
+    for cfg in cfgs:
+        ident = (cfg.results_dir, cell_key(cfg))
+        if ident not in cells:
+            cells[ident] = Cell(ident[1], "", cfg)
+            flat = _flat(cfg.model_dump(mode="json"))
+            flat.pop("seed")
+            flats[ident] = flat
+    varying = sorted({k for f in flats.values() for k, v in f.items()
+                      if any(other.get(k) != v for other in flats.values())})
+    for ident, cell in cells.items():
+        cell.label = " ".join(f"{k}={flats[ident][k]}" for k in varying) or "(the only cell)"
+    if settings.compare is not None:
+        _pair(list(cells), cells, flats, settings.compare)
+    return list(cells.values())
+
+
+def _pair(order: list[tuple[str, str]], cells: dict[tuple[str, str], Cell], flats: dict[tuple[str, str], dict[str, Any]],
+          axis: str) -> None:
+    if any(axis not in f for f in flats.values()):
+        raise ConfigError(f"sweep.adaptive.compare: {axis} is not a configuration key")
+    values = list(dict.fromkeys(str(flats[i][axis]) for i in order))
+    if len(values) != 2:
+        raise ConfigError(f"sweep.adaptive.compare: the grid must sweep {axis} over exactly two values, "
+                          f"it has {len(values)} ({', '.join(values)})")
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for ident in order:
+        rest = {k: v for k, v in flats[ident].items() if k != axis}
+        groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(ident)
+    for members in groups.values():
+        found = sorted(members, key=lambda i: values.index(str(flats[i][axis])))
+        if [str(flats[i][axis]) for i in found] != values:
+            raise ConfigError(f"sweep.adaptive.compare: cell {cells[members[0]].label} has no partner with "
+                              f"{axis}={values[1] if str(flats[members[0]][axis]) == values[0] else values[0]}")
+        a, b = cells[found[0]], cells[found[1]]
+        a.pair, b.pair = b, a
+        a.value, b.value = values
+        a.first = True
+
+
+def check_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings) -> str | None:
+    """One line refusing a grid the adaptive rule cannot take (before Ray starts), else None."""
+    if settings.adaptive.active:
+        try:
+            build_cells(cfgs, settings.adaptive)
+        except ConfigError as exc:
+            return f"masgrid run: {exc}"
+    return None
+
+
+# ---------------------------------------------------------------- decisions
+
+
+Outcome = tuple[str | None, float | None]  # (status, metric value) of one run
+
+
+def _values(cell: Cell, outcomes: dict[str, Outcome]) -> list[float | None]:
+    """Per seed: the metric of a usable run, None for a failed, invalid, missing or null one."""
+    out: list[float | None] = []
+    for run_id in cell.run_ids:
+        status, value = outcomes.get(run_id, (None, None))
+        out.append(float(value) if status in USABLE and value is not None else None)
+    return out
+
+
+def decide(cell: Cell, outcomes: dict[str, Outcome], settings: AdaptiveSettings) -> str | None:
+    """Why `cell` (with its `seeds` run) stops at this look, or None to go on."""
+    values = _values(cell, outcomes)
+    failed = sum(v is None for v in values)
+    if cell.pair is None:
+        assert settings.width is not None
+        return width_decision(cell.seeds, [v for v in values if v is not None], settings.binary, settings.confidence,
+                              settings.width, settings.min_seeds, settings.max_seeds, failed, settings.max_failed)
+    other = _values(cell.pair, outcomes)
+    if max(failed, sum(v is None for v in other)) > settings.max_failed:
+        return "failed_runs"
+    a, b = (values, other) if cell.first else (other, values)
+    done = [n for n in looks(settings.min_seeds, settings.batch, settings.max_seeds) if n <= cell.seeds]
+    verdict, _ = settings.sprt.decide([discordant(a[:n], b[:n]) for n in done])
+    if verdict is not None:
+        return verdict
+    return "max_seeds" if cell.seeds >= settings.max_seeds else None
+
+
+def cell_row(cell: Cell, outcomes: dict[str, Outcome], settings: AdaptiveSettings, sweep_id: str) -> dict[str, Any]:
+    values = _values(cell, outcomes)
+    usable = [v for v in values if v is not None]
+    estimate, low, high = interval(usable, settings.binary, settings.confidence)
+    wins = losses = None
+    if cell.pair is not None:
+        wins, losses = discordant(values, _values(cell.pair, outcomes))
+    return {"sweep_id": sweep_id, "cell_key": cell.key, "cell": cell.label,
+            "pair_key": cell.pair.key if cell.pair else None, "compare_value": cell.value, "rule": settings.rule(),
+            "settings_json": settings.model_dump_json(), "metric": settings.metric, "seed_first": settings.seed_start,
+            "n_seeds": cell.seeds, "n_runs": len(usable), "n_failed": len(values) - len(usable),
+            "estimate": _num(estimate), "ci_low": _num(low), "ci_high": _num(high),
+            "confidence": settings.confidence, "wins": wins, "losses": losses,
+            "reason": cell.reason or "in_progress", "run_ids": list(cell.run_ids),
+            "results_dir": cell.base.results_dir, "updated_at": datetime.now(UTC)}
+
+
+def _num(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def sweep_id(cells: Sequence[Cell], settings: AdaptiveSettings) -> str:
+    blob = json.dumps([settings.model_dump(mode="json"), sorted(c.key for c in cells)], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def write_cells(rows: list[dict[str, Any]], sweep: str) -> None:
+    """Each results_dir's rows to results_dir/cells/part-<sweep_id>.parquet, atomically."""
+    import pyarrow.parquet as pq
+
+    from masgrid._private.platform.storage import storage_errors
+
+    by_dir: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_dir.setdefault(row["results_dir"], []).append(row)
+    for results_dir, part in by_dir.items():
+        folder = Path(results_dir) / CELLS_DIR
+        with storage_errors(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"part-{sweep}.parquet"
+            tmp = folder / f".part-{sweep}.parquet.tmp"
+            pq.write_table(pa.Table.from_pylist(part, schema=CELLS_SCHEMA), tmp)
+            os.replace(tmp, path)
+
+
+def read_cells(results_dir: str | Path) -> Any:
+    """Every cells row under results_dir (a DataFrame, empty without an adaptive sweep)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    files = sorted((Path(results_dir) / CELLS_DIR).glob("part-*.parquet"))
+    tables = []
+    for path in files:
+        try:
+            tables.append(pq.read_table(path, schema=CELLS_SCHEMA))
+        except (pa.ArrowException, OSError) as exc:
+            logger.warning("cells table %s unreadable (%s); left out", path, exc)
+    return pa.concat_tables(tables).to_pandas() if tables else pd.DataFrame(columns=list(CELL_COLUMNS))
+
+
+def recorded_outcomes(results_dirs: Sequence[str], metric: str) -> dict[str, Outcome]:
+    """run_id -> (status, metric) of every recorded run: one scan of each results_dir's runs."""
+    import pyarrow.dataset as ds
+
+    from masgrid._private.platform.records import runs_schema
+
+    schema = runs_schema()
+    wanted = pa.schema([schema.field(n) for n in dict.fromkeys(("run_id", "status", metric))])
+    out: dict[str, Outcome] = {}
+    for results_dir in results_dirs:
+        files = sorted((Path(results_dir) / "runs").rglob("part-*.parquet"))
+        tables = []
+        try:
+            tables = [ds.dataset([str(p) for p in files], format="parquet", schema=wanted).to_table()] if files else []
+        except (pa.ArrowException, OSError):  # a damaged file: read the others (planning sets it aside)
+            for path in files:
+                try:
+                    tables.append(ds.dataset(str(path), format="parquet", schema=wanted).to_table())
+                except (pa.ArrowException, OSError):
+                    continue
+        for table in tables:
+            for run_id, status, value in zip(table["run_id"].to_pylist(), table["status"].to_pylist(),
+                                             table[metric].to_pylist()):
+                out[run_id] = (status, value)
+    return out
+
+
+# ---------------------------------------------------------------- execution
+
+
+def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
+                 on_start: Callable[[], None] | None,
+                 execute: Callable[[list[RunConfig], SweepResult, str], None]) -> SweepResult:
+    """Open cells take their next seeds together, one `execute` (run_many) per look, until every
+    cell has stopped; the cells table is rewritten after every look."""
+    from masgrid._private.platform.preflight import preflight
+    from masgrid._private.platform.sweep import SweepResult, plan_sweep, recorded_status
+
+    rule = settings.adaptive
+    cells = build_cells(cfgs, rule)
+    results_dirs = sorted({c.base.results_dir for c in cells})
+    statuses = {d: recorded_status(d) for d in results_dirs}  # sets damaged files aside first
+    preflight([c.base for c in cells])
+    if on_start is not None:
+        on_start()
+    sid = sweep_id(cells, rule)
+    result = SweepResult()
+    schedule = looks(rule.min_seeds, rule.batch, rule.max_seeds)
+    outcomes = recorded_outcomes(results_dirs, rule.metric)
+    logger.info("adaptive sweep %s: %d cells, %s", sid, len(cells), rule.rule())
+    for look, target in enumerate(schedule):
+        open_cells = [c for c in cells if c.reason is None]
+        if not open_cells:
+            break
+        batch: list[RunConfig] = []
+        for cell in open_cells:
+            for seed in range(rule.seed_start + cell.seeds, rule.seed_start + target):
+                cfg = cell.config(seed)
+                cell.run_ids.append(cfg.run_id)
+                batch.append(cfg)
+            cell.seeds = target
+        plan = plan_sweep(batch, settings.retry_failed, settings.retry_invalid, statuses=statuses)
+        result.total += plan.total
+        result.skipped_ok += plan.skipped_ok
+        result.skipped_failed += plan.skipped_failed
+        note = (f"adaptive look {look + 1}: {len(open_cells)} of {len(cells)} cells open, {target} seeds each; "
+                f"{plan.skipped_ok + plan.skipped_failed} recorded, {len(plan.todo)} to run")
+        execute(plan.todo, result, note)
+        # later looks take new seeds only, so the statuses read before the sweep stay the ones to plan with
+        outcomes = recorded_outcomes(results_dirs, rule.metric)
+        for cell in open_cells:
+            cell.reason = cell.reason or decide(cell, outcomes, rule)
+            if cell.reason is not None and cell.pair is not None:
+                cell.pair.reason = cell.reason
+        write_cells([cell_row(c, outcomes, rule, sid) for c in cells], sid)
+    result.cells = [cell_row(c, outcomes, rule, sid) for c in cells]
+    return result
