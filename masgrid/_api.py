@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -128,7 +128,8 @@ class Results:
     prompts per grid point, unless `include_invalid`), `note` says in one sentence what was left
     out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`.
     `damaged`: every file set aside so far (quarantine/log.jsonl, this load's and earlier ones,
-    e.g. a resume's), one line each, as the report index lists them."""
+    e.g. a resume's), one line each, as the report index lists them. `cells`: adaptive sweeps' cells
+    table (why each grid cell stopped; docs/adaptive.md), empty without one."""
 
     runs: pd.DataFrame
     agents: pd.DataFrame
@@ -136,6 +137,7 @@ class Results:
     all_runs: pd.DataFrame
     note: str
     damaged: list[str]
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __iter__(self) -> Any:  # runs, agents, events = masgrid.load_results(d)
         return iter((self.runs, self.agents, self.events))
@@ -155,9 +157,11 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
     def belonging(frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["run_id"].isin(keep)] if not frame.empty else frame
 
+    from masgrid._private.platform.adaptive import read_cells
+
     return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
                    note=exclusion_note(every) if not every.empty else "no runs recorded",
-                   damaged=describe(loaded.quarantined))
+                   damaged=describe(loaded.quarantined), cells=read_cells(results_dir))
 
 
 def report(results_dir: str | Path, out: str | Path | None = None, include_invalid: bool = False,

@@ -42,7 +42,7 @@ CELLS_DIR = "cells"
 CELL_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "sweep_id": (pa.string(), "the adaptive sweep: hash of its rule and its cells (one file per sweep)"),
     "cell_key": (pa.string(), "the grid cell: hash of a run's identity without its seed"),
-    "cell": (pa.string(), "the cell as the keys the grid varies, e.g. `agents=4 condition=camoc`"),
+    "cell": (pa.string(), "the cell as the keys the grid varies, e.g. `agents=4 max_rounds=20`"),
     "pair_key": (pa.string(), "compare: the partner cell's cell_key; null for the width rule"),
     "compare_value": (pa.string(), "compare: this cell's value of the compared key"),
     "rule": (pa.string(), "the stopping rule in words (AdaptiveSettings.rule)"),
@@ -72,7 +72,7 @@ CELLS_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in CELL_COLUMNS.items
 class Cell:
     key: str
     label: str
-    base: RunConfig
+    base: RunConfig | None  # None: a simulated cell (`simulate`)
     pair: Cell | None = None
     value: str | None = None  # compare: this cell's value of the compared key
     first: bool = False  # compare: this cell holds the first of the two values (the test's "a")
@@ -82,6 +82,7 @@ class Cell:
     _dump: dict[str, Any] = field(default_factory=dict)
 
     def config(self, seed: int) -> RunConfig:
+        assert self.base is not None
         if not self._dump:
             self._dump = self.base.model_dump(mode="json")
         return RunConfig.from_mapping({**self._dump, "seed": seed})
@@ -206,7 +207,7 @@ def cell_row(cell: Cell, outcomes: dict[str, Outcome], settings: AdaptiveSetting
             "estimate": _num(estimate), "ci_low": _num(low), "ci_high": _num(high),
             "confidence": settings.confidence, "wins": wins, "losses": losses,
             "reason": cell.reason or "in_progress", "run_ids": list(cell.run_ids),
-            "results_dir": cell.base.results_dir, "updated_at": datetime.now(UTC)}
+            "results_dir": cell.base.results_dir if cell.base else "", "updated_at": datetime.now(UTC)}
 
 
 def _num(value: float) -> float | None:
@@ -282,6 +283,46 @@ def recorded_outcomes(results_dirs: Sequence[str], metric: str) -> dict[str, Out
 # ---------------------------------------------------------------- execution
 
 
+def step(cells: Sequence[Cell], target: int, settings: AdaptiveSettings,
+         run_id: Callable[[Cell, int], str]) -> list[tuple[Cell, int]]:
+    """Give every open cell its seeds up to `target` (the next look); the (cell, seed) pairs added."""
+    added = []
+    for cell in cells:
+        if cell.reason is None:
+            for seed in range(settings.seed_start + cell.seeds, settings.seed_start + target):
+                cell.run_ids.append(run_id(cell, seed))
+                added.append((cell, seed))
+            cell.seeds = max(cell.seeds, target)
+    return added
+
+
+def settle(cells: Sequence[Cell], outcomes: dict[str, Outcome], settings: AdaptiveSettings) -> None:
+    """Apply the rule to every open cell at this look (a pair stops together)."""
+    for cell in cells:
+        if cell.reason is None:
+            cell.reason = decide(cell, outcomes, settings)
+            if cell.reason is not None and cell.pair is not None:
+                cell.pair.reason = cell.reason
+
+
+def simulate(streams: Sequence[Sequence[float | None]], settings: AdaptiveSettings,
+             ) -> list[tuple[int, str]]:
+    """The sweep's decisions on given outcome streams (per cell, per seed; None a failed run),
+    exactly as `run_adaptive` takes them: (seeds run, reason) per cell. With `compare`, streams
+    2i and 2i+1 form a pair (2i holds the first value). Tests and benchmarks."""
+    cells = [Cell(str(i), f"cell {i}", None) for i in range(len(streams))]
+    if settings.compare is not None:
+        for a, b in zip(cells[::2], cells[1::2]):
+            a.pair, b.pair, a.first = b, a, True
+    outcomes: dict[str, Outcome] = {}
+    for target in looks(settings.min_seeds, settings.batch, settings.max_seeds):
+        for cell, seed in step(cells, target, settings, lambda c, s: f"{c.key}:{s}"):
+            value = streams[int(cell.key)][seed - settings.seed_start]
+            outcomes[f"{cell.key}:{seed}"] = ("failed", None) if value is None else ("ok", value)
+        settle(cells, outcomes, settings)
+    return [(c.seeds, c.reason or "in_progress") for c in cells]
+
+
 def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
                  on_start: Callable[[], None] | None,
                  execute: Callable[[list[RunConfig], SweepResult, str], None]) -> SweepResult:
@@ -292,40 +333,37 @@ def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
 
     rule = settings.adaptive
     cells = build_cells(cfgs, rule)
-    results_dirs = sorted({c.base.results_dir for c in cells})
+    results_dirs = sorted({c.base.results_dir for c in cells if c.base is not None})
     statuses = {d: recorded_status(d) for d in results_dirs}  # sets damaged files aside first
-    preflight([c.base for c in cells])
+    preflight([c.base for c in cells if c.base is not None])
     if on_start is not None:
         on_start()
     sid = sweep_id(cells, rule)
     result = SweepResult()
-    schedule = looks(rule.min_seeds, rule.batch, rule.max_seeds)
     outcomes = recorded_outcomes(results_dirs, rule.metric)
     logger.info("adaptive sweep %s: %d cells, %s", sid, len(cells), rule.rule())
-    for look, target in enumerate(schedule):
+    configs: dict[str, RunConfig] = {}
+
+    def run_id(cell: Cell, seed: int) -> str:
+        cfg = cell.config(seed)
+        configs[cfg.run_id] = cfg
+        return cfg.run_id
+
+    for look, target in enumerate(looks(rule.min_seeds, rule.batch, rule.max_seeds)):
         open_cells = [c for c in cells if c.reason is None]
         if not open_cells:
             break
-        batch: list[RunConfig] = []
-        for cell in open_cells:
-            for seed in range(rule.seed_start + cell.seeds, rule.seed_start + target):
-                cfg = cell.config(seed)
-                cell.run_ids.append(cfg.run_id)
-                batch.append(cfg)
-            cell.seeds = target
+        batch = [configs[cell.run_ids[seed - rule.seed_start]] for cell, seed in step(cells, target, rule, run_id)]
+        # later looks take new seeds only, so the statuses read before the sweep stay the ones to plan with
         plan = plan_sweep(batch, settings.retry_failed, settings.retry_invalid, statuses=statuses)
         result.total += plan.total
         result.skipped_ok += plan.skipped_ok
         result.skipped_failed += plan.skipped_failed
-        note = (f"adaptive look {look + 1}: {len(open_cells)} of {len(cells)} cells open, {target} seeds each; "
-                f"{plan.skipped_ok + plan.skipped_failed} recorded, {len(plan.todo)} to run")
-        execute(plan.todo, result, note)
-        # later looks take new seeds only, so the statuses read before the sweep stay the ones to plan with
+        execute(plan.todo, result, f"adaptive look {look + 1}: {len(open_cells)} of {len(cells)} cells open, "
+                                   f"{target} seeds each; {plan.skipped_ok + plan.skipped_failed} recorded, "
+                                   f"{len(plan.todo)} to run")
         outcomes = recorded_outcomes(results_dirs, rule.metric)
-        for cell in open_cells:
-            cell.reason = cell.reason or decide(cell, outcomes, rule)
-            if cell.reason is not None and cell.pair is not None:
-                cell.pair.reason = cell.reason
+        settle(cells, outcomes, rule)
         write_cells([cell_row(c, outcomes, rule, sid) for c in cells], sid)
     result.cells = [cell_row(c, outcomes, rule, sid) for c in cells]
     return result
