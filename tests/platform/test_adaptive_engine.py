@@ -12,25 +12,31 @@ import pytest
 
 import masgrid
 from masgrid._private.platform.adaptive import read_cells
+from masgrid._private.platform.config import RunConfig
 from tests.platform.test_adaptive import ref_width, ref_wilson
 
 pytestmark = pytest.mark.slow
 
 
+def config(engine, results_dir, agents: int, seed: int = 0) -> RunConfig:
+    return RunConfig.from_mapping({
+        "task": "sorting", "protocol": "broadcast", "agents": agents, "k": 2, "max_rounds": 2, "seed": seed,
+        "backend": "openai", "results_dir": str(results_dir),
+        "model": {"name": "tiny", "served_name": "tiny", "base_url": engine.base_url, "max_tokens": 16,
+                  "timeout_s": 120.0, "max_retries": 0}})
+
+
 def test_adaptive_sweep_through_a_real_engine(vllm_engine, tmp_path, ray_session):
-    base = ["task=sorting", "protocol=broadcast", "k=2", "max_rounds=2", "backend=openai", "model.name=tiny",
-            "model.served_name=tiny", f"model.base_url={vllm_engine.base_url}", "model.max_tokens=16",
-            "model.max_retries=0", f"results_dir={tmp_path}"]
     adaptive = {"width": 0.5, "min_seeds": 2, "batch": 1, "max_seeds": 3}
-    result = masgrid.sweep({"agents": [2, 3]}, *base, adaptive=adaptive)
+    result = masgrid.sweep([config(vllm_engine, tmp_path, n) for n in (2, 3)], adaptive=adaptive)
     runs = pd.read_parquet(tmp_path / "runs").set_index("run_id")
     assert result.ran == len(runs) == 6 and set(runs["status"]) <= {"ok", "degraded"}
     assert set(runs["model"]) == {"tiny"} and (runs["model_calls"] > 0).all()
     cells = read_cells(tmp_path).sort_values("cell")
     assert list(cells["cell"]) == ["agents=2", "agents=3"]
     s = {"min_seeds": 2, "batch": 1, "max_seeds": 3, "max_failed": 5, "confidence": 0.95, "width": 0.5}
-    for row in cells.itertuples():
-        ids = [c.run_id for c in masgrid.grid([*base, f"agents={row.cell.split('=')[1]}"], seed=range(3))]
+    for row, agents in zip(cells.itertuples(), (2, 3)):
+        ids = [config(vllm_engine, tmp_path, agents, seed).run_id for seed in range(3)]
         assert list(row.run_ids) == ids
         stream = [float(v) for v in runs.loc[ids, "success"]]
         assert (row.n_seeds, row.reason) == ref_width(stream, s, True) == (3, "max_seeds")
