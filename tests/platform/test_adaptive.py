@@ -193,17 +193,21 @@ def test_grids_the_rules_cannot_take_are_refused(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_cli_refuses_bad_settings_with_one_line_and_no_results_dir(tmp_path):
+@pytest.mark.parametrize("args, line", [
+    (["-m", "agents=2", "seed=0,1", "sweep.adaptive.width=0.3"],
+     "masgrid run: sweep.adaptive: the grid sweeps seed, but an adaptive sweep chooses the seeds itself "
+     "(sweep.adaptive.seed_start, +1, ...); drop seed from the grid"),
+    (["agents=2", "sweep.adaptive.width=0.3"],
+     "masgrid run: sweep.adaptive applies to sweeps; add -m (a grid of one cell is fine)"),
+])
+def test_cli_refuses_bad_settings_with_one_line_and_no_results_dir(tmp_path, args, line):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", "agents=2",
-                          "seed=0,1", "sweep.adaptive.width=0.3", f"results_dir={tmp_path}/r"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", *args,
+                          f"results_dir={tmp_path}/r"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [
-        "masgrid run: sweep.adaptive: the grid sweeps seed, but an adaptive sweep chooses the seeds itself "
-        "(sweep.adaptive.seed_start, +1, ...); drop seed from the grid"]
+    assert out.stderr.strip().splitlines() == [line]
     assert not (tmp_path / "r").exists()
 
 
