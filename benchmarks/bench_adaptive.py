@@ -34,7 +34,8 @@ from pathlib import Path
 import pandas as pd
 
 import masgrid
-from masgrid._private.platform.adaptive import read_cells, simulate
+from masgrid._private.analysis.cells import read_cells
+from masgrid._private.platform.adaptive import simulate
 from masgrid._private.platform.stopping import AdaptiveSettings, interval
 
 BASE = ("task=agentsnet/coloring", "graph=ws", "agents=4")

@@ -157,7 +157,7 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
     def belonging(frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["run_id"].isin(keep)] if not frame.empty else frame
 
-    from masgrid._private.platform.adaptive import read_cells
+    from masgrid._private.analysis.cells import read_cells
 
     return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
                    note=exclusion_note(every) if not every.empty else "no runs recorded",

@@ -19,7 +19,8 @@ import pytest
 
 import masgrid
 from masgrid._private.platform import sweep as sweep_module
-from masgrid._private.platform.adaptive import CELL_COLUMNS, build_cells, read_cells, simulate
+from masgrid._private.analysis.cells import CELL_COLUMNS, read_cells
+from masgrid._private.platform.adaptive import build_cells, simulate
 from masgrid._private.platform.config import ConfigError
 from masgrid._private.platform.stopping import AdaptiveSettings, interval
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import masgrid
-from masgrid._private.platform.adaptive import read_cells
+from masgrid._private.analysis.cells import read_cells
 from masgrid._private.platform.config import RunConfig
 from tests.platform.test_adaptive import ref_width, ref_wilson
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid._private.analysis.markdown import write_table
-from masgrid._private.platform.adaptive import read_cells
+from masgrid._private.analysis.cells import read_cells
 
 #: the warning every table of a report over an adaptive sweep carries
 APPROXIMATE = ("intervals over these runs were computed after optional stopping and are approximate "
