@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,7 @@ import pandas as pd
 
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.driver import RunSummary
+from masgrid._private.platform.stopping import AdaptiveSettings
 from masgrid._private.platform.sweep import SweepResult, SweepSettings
 
 logger = logging.getLogger(__name__)
@@ -90,13 +91,19 @@ def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
 
 def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int = 4,
           retry_failed: bool = False, retry_invalid: bool = True,
-          progress: Literal["auto", "rich", "plain", "off"] = "off") -> SweepResult:
+          progress: Literal["auto", "rich", "plain", "off"] = "off",
+          adaptive: AdaptiveSettings | Mapping[str, Any] | None = None) -> SweepResult:
     """Run a grid with the CLI's resume rule: grid points already recorded ok or degraded are
     skipped, interrupted ones re-run; identities are the same run ids the CLI computes.
 
     `configs`: RunConfigs, or axes `{"agents": [2, 4], "seed": range(3)}` expanded over `base`
-    overrides. Returns the counts (`.ok`, `.failed`, `.failures`, ...); the rows are on disk."""
-    from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep
+    overrides. Returns the counts (`.ok`, `.failed`, `.failures`, ...); the rows are on disk.
+
+    `adaptive`: stopping rules per grid cell (`{"width": 0.2}` or `{"compare": "condition"}`, docs/adaptive.md);
+    the grid then leaves out seed, and `.cells` says why each cell stopped."""
+    from masgrid._private.platform.adaptive import check_adaptive
+    from masgrid._private.platform.config import ConfigError
+    from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep, sweep_settings
 
     cfgs = grid(base, **configs) if isinstance(configs, Mapping) else list(configs)
     if not cfgs:
@@ -104,8 +111,12 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
     keys = collapsed_keys(cfgs)
     if keys:
         raise ValueError(collapse_error(keys, cfgs))
-    settings = SweepSettings(max_concurrent=max_concurrent, retry_failed=retry_failed, retry_invalid=retry_invalid,
-                             progress=progress)
+    rule = adaptive.model_dump(exclude_unset=True) if isinstance(adaptive, AdaptiveSettings) else dict(adaptive or {})
+    settings = sweep_settings({"max_concurrent": max_concurrent, "retry_failed": retry_failed,
+                               "retry_invalid": retry_invalid, "progress": progress, "adaptive": rule})
+    refused = check_adaptive(cfgs, settings)
+    if refused:
+        raise ConfigError(refused)
     return run_sweep(cfgs, settings)
 
 
@@ -117,7 +128,8 @@ class Results:
     prompts per grid point, unless `include_invalid`), `note` says in one sentence what was left
     out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`.
     `damaged`: every file set aside so far (quarantine/log.jsonl, this load's and earlier ones,
-    e.g. a resume's), one line each, as the report index lists them."""
+    e.g. a resume's), one line each, as the report index lists them. `cells`: adaptive sweeps' cells
+    table (why each grid cell stopped; docs/adaptive.md), empty without one."""
 
     runs: pd.DataFrame
     agents: pd.DataFrame
@@ -125,6 +137,7 @@ class Results:
     all_runs: pd.DataFrame
     note: str
     damaged: list[str]
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __iter__(self) -> Any:  # runs, agents, events = masgrid.load_results(d)
         return iter((self.runs, self.agents, self.events))
@@ -144,9 +157,11 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
     def belonging(frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["run_id"].isin(keep)] if not frame.empty else frame
 
+    from masgrid._private.analysis.cells import read_cells
+
     return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
                    note=exclusion_note(every) if not every.empty else "no runs recorded",
-                   damaged=describe(loaded.quarantined))
+                   damaged=describe(loaded.quarantined), cells=read_cells(results_dir))
 
 
 def report(results_dir: str | Path, out: str | Path | None = None, include_invalid: bool = False,

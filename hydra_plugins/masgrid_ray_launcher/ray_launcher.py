@@ -146,6 +146,14 @@ class MasgridRayLauncher(Launcher):
         if collapsed:
             call.result = SweepResult(total=len(job_overrides), error=_fail(collapse_error(collapsed, cfgs)))
             return []
+        refused = None
+        if all_settings[0].adaptive.active:  # a grid the stopping rule cannot take
+            from masgrid._private.platform.adaptive import check_adaptive
+
+            refused = check_adaptive(cfgs, all_settings[0])
+        if refused:
+            call.result = SweepResult(total=len(job_overrides), error=_fail(refused))
+            return []
         try:
             for results_dir in sorted({cfg.results_dir for cfg in cfgs}):
                 check_results_dir(results_dir)  # creates it (not its parent): the grid is valid now

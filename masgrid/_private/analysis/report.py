@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from masgrid._private.analysis.channel import write_channel_section
+from masgrid._private.analysis.adaptive import adaptive_section
 from masgrid._private.analysis.families import families_present, write_family_reports
 from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
@@ -66,6 +67,10 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")
+    adaptive = adaptive_section(results_dir, out)  # after every table is written: it notes the rule under each
+    if adaptive:
+        (out / "README.md").write_text("\n".join([*index, *adaptive]) + "\n", encoding="utf-8")
+        written += [out / "adaptive.md", out / "adaptive.csv"]
     return [out / "README.md", *written]
 
 

@@ -311,7 +311,9 @@ def _execute_run(data: dict[str, Any], outcome: dict[str, Any]) -> None:
     from masgrid._private.platform.sweep import split_job_config
 
     try:
-        run_cfg, _ = split_job_config(data)
+        run_cfg, settings = split_job_config(data)
+        if settings.adaptive.active:  # a stopping rule needs a grid of cells: refused, not ignored
+            raise ConfigError("masgrid run: sweep.adaptive applies to sweeps; add -m (a grid of one cell is fine)")
     except ConfigError as exc:
         outcome["error"] = str(exc)
         print(exc, file=sys.stderr)

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.stopping import AdaptiveSettings
 from masgrid._private.platform.config import ConfigError, RunConfig, format_validation_error
 from masgrid._private.platform.run_outcome import USABLE  # complete on resume: the statuses whose metrics tables use
+
+if TYPE_CHECKING:
+    from masgrid._private.platform.progress import SweepProgress
 
 #: the config node holding sweep settings; stripped before RunConfig validation
 SWEEP_KEY = "sweep"
@@ -43,6 +47,18 @@ class SweepSettings(BaseModel):
     log_every_s: float = Field(10.0, ge=0, description="plain mode: at most one progress line per interval")
     reuse_actors: bool = Field(True, description="runs borrow warm environment/agent hosts from the pool "
                                                  "(execution.reuse_actors; see benchmarks/bench_runtime.py)")
+    adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings,
+                                       description="stopping rules per grid cell (docs/adaptive.md); inactive unless "
+                                                   "adaptive.width or adaptive.compare is set")
+
+
+def sweep_settings(raw: Mapping[str, Any]) -> SweepSettings:
+    """Validated sweep settings; ConfigError naming each `sweep.<key>` at fault."""
+    try:
+        return SweepSettings.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise ConfigError("\n".join(["invalid configuration:", *(f"  {SWEEP_KEY}.{line.strip()}" for line in
+                                      format_validation_error(exc).splitlines()[1:])])) from None
 
 
 def split_job_config(data: Mapping[str, Any]) -> tuple[RunConfig, SweepSettings]:
@@ -52,9 +68,9 @@ def split_job_config(data: Mapping[str, Any]) -> tuple[RunConfig, SweepSettings]
     problems: list[str] = []
     settings = cfg = None
     try:
-        settings = SweepSettings.model_validate(raw)
-    except ValidationError as exc:
-        problems += [f"  {SWEEP_KEY}.{line.strip()}" for line in format_validation_error(exc).splitlines()[1:]]
+        settings = sweep_settings(raw)
+    except ConfigError as exc:
+        problems += str(exc).splitlines()[1:]
     try:
         cfg = RunConfig.from_mapping(data)
     except ConfigError as exc:
@@ -89,7 +105,9 @@ def recorded_status(results_dir: str) -> dict[str, tuple[str, str | None]]:
     return Recorder(results_dir).run_outcomes()
 
 
-def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_invalid: bool = True) -> SweepPlan:
+def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_invalid: bool = True,
+               statuses: dict[str, dict[str, tuple[str, str | None]]] | None = None) -> SweepPlan:
+    """`statuses`: results_dir -> recorded_status(results_dir), when the caller has read them already."""
     seen: set[tuple[str, str]] = set()
     unique: list[RunConfig] = []
     for cfg in cfgs:  # the same run in two results_dirs is two runs
@@ -98,7 +116,7 @@ def plan_sweep(cfgs: Sequence[RunConfig], retry_failed: bool = False, retry_inva
             unique.append(cfg)
     from masgrid._private.platform.run_outcome import RERUN_CLASSES
 
-    statuses: dict[str, dict[str, tuple[str, str | None]]] = {}
+    statuses = dict(statuses or {})
     plan = SweepPlan(total=len(unique), todo=[], duplicates=len(cfgs) - len(unique))
     for cfg in unique:
         if cfg.results_dir not in statuses:  # read once per results_dir, not once per run
@@ -127,6 +145,8 @@ class SweepResult(BaseModel):
     failed: int = 0
     failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
     error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
+    cells: list[dict[str, Any]] = Field(default_factory=list, description="adaptive sweeps: the cells table's rows "
+                                                                          "(why each cell stopped)")
 
     @property
     def exit_code(self) -> int:
@@ -172,6 +192,19 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
 
 def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                on_start: Callable[[], None] | None = None) -> SweepResult:
+    from masgrid._private.platform.progress import SweepProgress
+
+    if settings.adaptive.active:
+        from masgrid._private.platform.adaptive import run_adaptive
+
+        def execute(todo: list[RunConfig], result: SweepResult, note: str) -> None:
+            progress = SweepProgress(len(todo), settings.progress, settings.log_every_s)
+            progress.note(note)
+            _execute(todo, settings, result, progress)
+
+        result = run_adaptive(cfgs, settings, on_start, execute)
+        _summary(result, cfgs, SweepProgress(0, settings.progress, settings.log_every_s))
+        return result
     from masgrid._private.platform.preflight import preflight
 
     plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
@@ -179,11 +212,7 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
         preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
     if on_start is not None:
         on_start()
-    from masgrid._private.platform.launch import ensure_ray, run_many
-    from masgrid._private.platform.progress import SweepProgress
-
     result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
-    results_dirs = sorted({c.results_dir for c in cfgs})
     progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
     progress.note(f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, "
                   f"{plan.skipped_failed} recorded as failed and left alone"
@@ -191,6 +220,14 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                   f"{len(plan.todo)} to run ({plan.retried} retries"
                   f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
                   f"at most {settings.max_concurrent} at once")
+    _execute(plan.todo, settings, result, progress)
+    _summary(result, cfgs, progress)
+    return result
+
+
+def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress) -> None:
+    """Run `todo` (at most max_concurrent at once), counting each outcome into `result`."""
+    from masgrid._private.platform.launch import ensure_ray, run_many
 
     def on_done(cfg: RunConfig, summary: Any) -> None:
         result.ran += 1
@@ -200,24 +237,34 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
             result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
         progress.advance(status=status)
 
-    if plan.todo:
-        ensure_ray(plan.todo[0].execution.ray_address)
+    if todo:
+        ensure_ray(todo[0].execution.ray_address)
     progress.start()
     todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
-            if settings.reuse_actors else c for c in plan.todo]  # placement only: run ids unchanged
+            if settings.reuse_actors else c for c in todo]  # placement only: run ids unchanged
     try:
         # on a cluster that outlives the command, the sweep's processes stay warm for the next one
         run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done,
                  keep_warm=settings.reuse_actors and all(c.execution.keep_warm for c in todo))
     finally:
         progress.stop()
+
+
+def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProgress) -> None:
+    results_dirs = sorted({c.results_dir for c in cfgs})
     progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "
                   f"{result.invalid}, failed {result.failed}), "
                   f"skipped {result.skipped_ok + result.skipped_failed}; results in "
                   + ", ".join(f"{d}/runs" for d in results_dirs))
+    if result.cells:
+        reasons: dict[str, int] = {}
+        for row in result.cells:
+            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+        progress.note(f"adaptive: {len(result.cells)} cells, {sum(r['n_seeds'] for r in result.cells)} runs; stopped: "
+                      + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+                      + "; table in " + ", ".join(f"{d}/cells" for d in results_dirs))
     for run_id, err in result.failures.items():
         progress.note(f"  {run_id}: {err}", err=True)
-    return result
 
 
 def collapsed_keys(cfgs: Sequence[RunConfig], settings: Sequence[SweepSettings] = ()) -> list[str]:
