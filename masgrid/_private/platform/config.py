@@ -19,7 +19,8 @@ from masgrid._private.actors.backends import BackendSettings
 from masgrid._private.actors.backends.sampling import compare_with_paper
 from masgrid._private.envs.protocols import PROTOCOLS
 from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_counter
-from masgrid._private.envs.tasks import get_task
+from masgrid._private.envs.tasks import Instance, get_task
+from masgrid._private.envs.topology import TopologySettings
 from masgrid.family import families, family_of
 from masgrid._private.resources import on_reload
 
@@ -107,6 +108,9 @@ class _RunConfigBase(BaseModel):
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model, for tasks that run on a generated graph")
+    topology: TopologySettings = Field(default_factory=TopologySettings,
+                                       description="the communication graph of the p2p and broadcast protocols "
+                                                   "(docs/topology.md); complete: every agent reaches every other")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -164,6 +168,11 @@ class _RunConfigBase(BaseModel):
         if self.condition in task.scripted_only_conditions and self.backend != "scripted":
             raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
                              f"model=scripted, not backend={self.backend}")
+        if self.topology.restricted:
+            from masgrid._private.envs.topology import check_topology
+
+            check_topology(self.topology, task, self.protocol, self.agents, self.seed, self.max_rounds, self.backend,
+                           self.condition)
         if self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         scoring = task.scoring_model(**self.generation_kwargs())
@@ -203,6 +212,11 @@ class _RunConfigBase(BaseModel):
             data["model"]["tool_mode"] = self.model.tool_mode
         if self.model.tool_constraint != "none":  # forced tool calls change every reply; only then, as above
             data["model"]["tool_constraint"] = self.model.tool_constraint
+        topology = self.topology.identity()  # the complete graph is absent, so older run ids stay
+        if topology is None:
+            data.pop("topology")
+        else:
+            data["topology"] = topology
         data["prompt_hash"] = self._prompt_hash(data)
         return data
 
@@ -216,18 +230,31 @@ class _RunConfigBase(BaseModel):
 
     def render_prompt_hash(self) -> str:
         """The fingerprint of the prompts as this process renders them (envs/tasks/fingerprint.py)."""
-        from masgrid._private.envs.tasks.fingerprint import fingerprint
+        from masgrid._private.envs.tasks.fingerprint import prompt_hash
 
-        return fingerprint(get_task(self.task), self.agents, self.k_resolved, self.mode, self.seed, self.protocol,
-                           self.condition, self.generation_kwargs())
+        return prompt_hash(get_task(self.task), self.instance(), self.protocol, self.condition)
 
     def first_messages(self) -> list[dict[str, str]]:
         """The run's longest first prompt (system message and opening), as an agent receives it."""
         from masgrid._private.envs.tasks.fingerprint import first_messages
 
+        return first_messages(get_task(self.task), self.instance(), self.protocol, self.condition)
+
+    def instance(self) -> Instance:
+        """The run's instance: the task's generator on this config, with the communication graph's
+        neighbour lists when `topology` restricts it (envs/topology.py)."""
+        from masgrid._private.envs.topology import with_topology
+
         task = get_task(self.task)
-        instance = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
-        return first_messages(task, instance, self.protocol, self.condition)
+        generated = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
+        return with_topology(generated, self.topology, self.seed)
+
+    def communication_graph(self) -> nx.Graph:
+        """The run's communication graph (networkx, node i = agent i): complete unless `topology`
+        restricts it. The one function other code asks for a run's graph (placement by degree, ...)."""
+        from masgrid._private.envs.topology import communication_graph
+
+        return communication_graph(self.topology, self.agents, self.seed)
 
     @property
     def k_resolved(self) -> int:
@@ -269,6 +296,7 @@ class _RunConfigBase(BaseModel):
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
+                "topology": self.topology.kind,
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
                 **self._ignored_columns()}
@@ -320,6 +348,8 @@ def _run_config_class() -> type[_RunConfigBase]:
 
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     class RunConfig(_RunConfigBase):
         """The validated run configuration (family option blocks are added at import)."""
 

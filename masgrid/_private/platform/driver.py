@@ -28,6 +28,7 @@ from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
+from masgrid._private.envs.topology import summary as topology_summary, system_prompt
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
@@ -346,7 +347,7 @@ class RunDriver:
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
-            instance = task.generate(cfg.agents, cfg.k_resolved, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+            instance = cfg.instance()
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
@@ -491,7 +492,7 @@ class RunDriver:
             setups = {}
             for i in range(cfg.agents):
                 view = task.view(instance, i, phase=phase, previous=previous[i])
-                setups[i] = AgentSetup(view=view, system_prompt=task.build_prompt(view, cfg.protocol, cfg.condition))
+                setups[i] = AgentSetup(view=view, system_prompt=system_prompt(task, view, cfg.protocol, cfg.condition))
             if phase == 1:
                 first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
             log.record_prompts(phase, {i: s.system_prompt for i, s in setups.items()})
@@ -547,6 +548,8 @@ class RunDriver:
             "stacked_blocks": sum(s.stacked_blocks for s in stats),
             "startup_s": startup_s,
             **phased,
+            **topology_summary(cfg.topology, cfg.agents, cfg.seed),
+            "comm_floor_success": task.no_communication_floor(instance),
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
@@ -572,6 +575,7 @@ class RunDriver:
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
                 "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
+                "degree": len(instance.neighbors[i]) if instance.neighbors is not None else cfg.agents - 1,
                 "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **cfg.labels(),
             }
             for i in range(cfg.agents)

@@ -101,7 +101,7 @@ def instance_command(args: list[str]) -> int:
     try:
         task = get_task(ns.task)
         cfg = instance_config(task, parse_overrides(ns.overrides))
-        instance = task.generate(cfg.agents, cfg.k or task.default_k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+        instance = cfg.instance()
     except ValueError as exc:  # ConfigError, InputError, a generator's refusal
         print(f"masgrid instance: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -91,6 +91,8 @@ class Protocol(ABC):
     body_verbs: ClassVar[frozenset[str]] = frozenset()
     #: verbs that own the rest of the block verbatim (a multi-line value).
     verbatim_verbs: ClassVar[frozenset[str]] = frozenset()
+    #: whether a restricted communication graph (`topology`) limits whom a message reaches
+    graph_aware: ClassVar[bool] = False
 
     def __init__(self, n_agents: int, answer_parser: AnswerParser, options: ProtocolOptions | None = None) -> None:
         if n_agents < 1:

@@ -12,11 +12,16 @@ as delivered (`deliveries`, `peers`, hence D) only if its receiver is still acti
 round boundary, when inboxes are filled; a receiver that submitted never reads it.
 Without it (MAS-Bench) a send is refused or delivered at once, by the state after the
 replies applied before it (agent-id order, Algorithm 2).
+
+On a restricted communication graph (`topology`, the instance's neighbour lists) a message
+reaches only the sender's neighbours: p2p refuses any other receiver, broadcast fans out to
+the neighbours only (docs/topology.md). On the complete graph nothing changes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from masgrid._private.envs.harness import CommandOutcome
 from masgrid._private.envs.protocols.base import Protocol, agent_name
@@ -36,6 +41,17 @@ class MailboxProtocol(Protocol):
     """Base for substrates where agents pull their unread messages."""
 
     receive_prefix = "from"
+    graph_aware = True
+    #: each agent's neighbours on a restricted graph; None: the complete graph
+    neighbors: list[frozenset[int]] | None = None
+
+    def attach(self, instance: Any) -> None:
+        adj = getattr(instance, "neighbors", None)
+        self.neighbors = None if adj is None else [frozenset(a) for a in adj]
+
+    def reachable(self, sender: int, receiver: int) -> bool:
+        """Whether the graph links `sender` to `receiver` (always, on the complete graph)."""
+        return self.neighbors is None or receiver in self.neighbors[sender]
 
     def reset(self) -> None:
         super().reset()
