@@ -67,7 +67,7 @@ class TopologySettings(BaseModel):
     @model_validator(mode="after")
     def _path_for_file(self) -> TopologySettings:
         if self.kind == "file" and not self.path:
-            raise ValueError("topology.path: kind=file needs the path of an edge-list file")
+            raise ValueError("kind=file needs topology.path, the edge-list file")
         return self
 
     @property
@@ -329,17 +329,18 @@ def check_topology(settings: TopologySettings, task: Task, protocol: str, n: int
     """One line (ValueError naming the option) when this run cannot use this restricted graph."""
     from masgrid._private.envs.protocols import get_protocol
 
-    if not get_protocol(protocol).graph_aware:
+    builds = task.topology_need == "builds"  # the task's own substrate is the graph (its generator takes it)
+    if not builds and not get_protocol(protocol).graph_aware:
         raise ValueError(f"topology.kind: protocol {protocol} has no graph to restrict (a restricted topology needs "
                          f"p2p or broadcast); use topology.kind=complete")
     if task.topology_need == "complete":
         raise ValueError(f"topology.kind: task {task.name} runs only on the complete graph (Task.topology_need)")
     _check(settings, n)
-    summary_ = summary(settings, n, run_seed)
-    if task.topology_need == "connected" and not summary_["topology_connected"]:
+    graph = summary(settings, n, run_seed)
+    if task.topology_need in ("connected", "builds") and not graph["topology_connected"]:
         raise ValueError(f"topology.kind: task {task.name} needs a connected graph; this {settings.kind} graph on "
                          f"{n} agents is not")
-    diameter_ = summary_["topology_diameter"]
-    if backend == "scripted" and diameter_ is not None and max_rounds < flood_rounds(diameter_):
+    diameter_ = graph["topology_diameter"]
+    if not builds and backend == "scripted" and diameter_ is not None and max_rounds < flood_rounds(diameter_):
         raise ValueError(f"max_rounds: the scripted relay policy needs max_rounds >= 2 x diameter + 2 = "
                          f"{flood_rounds(diameter_)} on this {settings.kind} graph, got {max_rounds}")

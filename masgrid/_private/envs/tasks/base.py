@@ -105,7 +105,8 @@ class Task(ABC):
     scripted_only_conditions: ClassVar[tuple[str, ...]] = ()
     #: what the task needs of its communication graph (`topology`, docs/topology.md): "complete"
     #: (it cannot run on a restricted graph), "connected" (every answer may need every agent's
-    #: data: a connected graph; its scripted policy relays) or "any"
+    #: data: a connected graph; its scripted policy relays), "any", or "builds" (its generator
+    #: takes `topology` and builds its own graph substrate on it; connected)
     topology_need: ClassVar[str] = "complete"
 
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,121 @@
+"""The report's Topology section: success against communication graph per task (docs/topology.md).
+
+It appears only when the results hold runs on a restricted graph (`topology` other than
+complete). One row per (task, protocol, topology): runs, the success rate with its 95%
+Wilson interval, the graph's mean diameter and degree, and the no-communication floor of the
+same runs (`comm_floor_success`: every agent answering from its own input alone, scored on
+each run's own instance) beside it, so a reader sees what the graph added over silence.
+Tasks that never ran on a restricted graph are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from masgrid._private.analysis.markdown import write_table
+from masgrid._private.envs.topology import KINDS
+
+Z95 = 1.959963984540054
+COLUMNS = ["runs", "success %", "CI low %", "CI high %", "floor %", "floor runs", "success - floor (pp)",
+           "diameter", "mean degree"]
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (NaN, NaN for n = 0)."""
+    if n == 0:
+        return math.nan, math.nan
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def has_restricted(runs: pd.DataFrame) -> bool:
+    return "topology" in runs and bool((runs["topology"].fillna("complete") != "complete").any())
+
+
+def topology_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Success against topology per task and protocol (module docstring); runs without a
+    success value (unscored) are left out of the rate and its interval."""
+    runs = runs.assign(topology=runs["topology"].fillna("complete"))
+    tasks = runs.loc[runs["topology"] != "complete", "task"].unique()
+    runs = runs[runs["task"].isin(tasks)]
+    rows = []
+    for (task, protocol, kind), group in runs.groupby(["task", "protocol", "topology"], sort=False):
+        scored = group["success"].dropna().astype(bool)
+        low, high = wilson(int(scored.sum()), len(scored))
+        floor = group["comm_floor_success"].dropna().astype(bool) if "comm_floor_success" in group else pd.Series()
+        rate = scored.mean() * 100 if len(scored) else math.nan
+        floor_rate = floor.mean() * 100 if len(floor) else math.nan
+        rows.append({"task": task, "protocol": protocol, "topology": kind, "runs": len(scored),
+                     "success %": rate, "CI low %": low * 100, "CI high %": high * 100, "floor %": floor_rate,
+                     "floor runs": len(floor), "success - floor (pp)": rate - floor_rate,
+                     "diameter": _mean(group, "topology_diameter"), "mean degree": _mean(group, "topology_mean_degree")})
+    if not rows:
+        return pd.DataFrame(columns=["task", "protocol", "topology", *COLUMNS]).set_index(["task", "protocol", "topology"])
+    table = pd.DataFrame(rows)
+    table["order"] = table["topology"].map({k: i for i, k in enumerate(KINDS)})
+    table = table.sort_values(["task", "protocol", "order"]).drop(columns="order")
+    return table.set_index(["task", "protocol", "topology"])[COLUMNS]
+
+
+def _mean(group: pd.DataFrame, column: str) -> float:
+    return float(group[column].dropna().astype(float).mean()) if column in group else math.nan
+
+
+def topology_figure(table: pd.DataFrame, path: Path) -> Path:
+    """One panel per task: success (bars, 95% Wilson interval) per topology and protocol, the
+    no-communication floor as a black tick on each bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    flat = table.reset_index()
+    tasks = list(dict.fromkeys(flat["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(4.0, 3.6 * len(tasks)), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        sub = flat[flat["task"] == task]
+        kinds = list(dict.fromkeys(sub["topology"]))
+        protocols = list(dict.fromkeys(sub["protocol"]))
+        width = 0.8 / len(protocols)
+        for j, protocol in enumerate(protocols):
+            rows = sub[sub["protocol"] == protocol].set_index("topology").reindex(kinds)
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(kinds))]
+            rate = rows["success %"].to_numpy(dtype=float)
+            err = [rate - rows["CI low %"].to_numpy(dtype=float), rows["CI high %"].to_numpy(dtype=float) - rate]
+            ax.bar(xs, rate, width * 0.9, yerr=err, capsize=2, label=protocol)
+            ax.hlines(rows["floor %"].to_numpy(dtype=float), [x - width * 0.45 for x in xs],
+                      [x + width * 0.45 for x in xs], colors="black", linewidth=2,
+                      label="no-communication floor" if j == 0 else None)
+        ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right")
+        ax.set_ylim(0, 105)
+        ax.set_title(task, fontsize=9)
+        ax.set_ylabel("success %")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def write_topology_section(runs: pd.DataFrame, out: Path) -> tuple[list[Path], list[str]]:
+    """Table (Markdown + CSV) and figure under out/topology/, and the index lines; nothing when
+    no run used a restricted graph."""
+    if not has_restricted(runs):
+        return [], []
+    table = topology_table(runs)
+    note = ("Success rate per task, protocol and communication graph, with its 95% Wilson interval; `floor %`: "
+            "the no-communication floor (every agent answering from its own input alone) on the same runs' "
+            "instances, `-` where the task defines none. `diameter` and `mean degree` are means over the runs' "
+            "graphs (random kinds draw one graph per run seed).")
+    written = write_table(table, out / "topology", "success_by_topology", "Success against topology", note)
+    figure = topology_figure(table, out / "topology" / "success_by_topology.png")
+    lines = ["## Topology", "", "[Success against topology per task, with the no-communication floor]"
+             "(topology/success_by_topology.md)", "", "![success against topology](topology/success_by_topology.png)",
+             ""]
+    return [*written, figure], lines
