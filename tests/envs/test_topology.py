@@ -244,3 +244,12 @@ def test_agentsnet_builds_its_instance_on_the_communication_graph():
             assert edges == edge_set(expected_graph(kind, 9, seed))
             assert instance.params["graph"] == kind
             assert instance.meta["diameter"] == nx.diameter(expected_graph(kind, 9, seed))
+
+
+def test_a_moved_edge_file_is_the_same_run(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "g.txt").write_text("0 1\n1 2\n2 3\n")
+    ids = {config(agents=4, topology={"kind": "file", "path": str(tmp_path / f / "g.txt")}).run_id for f in "ab"}
+    assert len(ids) == 1

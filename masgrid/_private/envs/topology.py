@@ -84,13 +84,13 @@ class TopologySettings(BaseModel):
 
     def identity(self) -> dict[str, Any] | None:
         """What enters a run's identity: None for complete (every earlier run id stays), else the
-        resolved parameters, and for a file the sha256 of its content (an edited file is a new graph)."""
+        resolved parameters; for a file the sha256 of its content instead of its path (an edited
+        file is a new graph, a moved one is not)."""
         if not self.restricted:
             return None
-        data = self.resolved()
-        if self.kind == "file":
-            data["file_sha256"] = hashlib.sha256(_read_file(str(self.path))).hexdigest()
-        return data
+        if self.kind == "file":  # the content, not where it lies
+            return {"kind": "file", "file_sha256": hashlib.sha256(_read_file(str(self.path))).hexdigest()}
+        return self.resolved()
 
 
 def derived_seed(run_seed: int) -> int:
