@@ -253,3 +253,12 @@ def test_a_moved_edge_file_is_the_same_run(tmp_path):
         (tmp_path / folder / "g.txt").write_text("0 1\n1 2\n2 3\n")
     ids = {config(agents=4, topology={"kind": "file", "path": str(tmp_path / f / "g.txt")}).run_id for f in "ab"}
     assert len(ids) == 1
+
+
+def test_masgrid_instance_shows_the_neighbour_lists(capsys):
+    from masgrid._private.platform.task_cli import instance_command
+
+    assert instance_command(["sorting", "agents=4", "topology.kind=star"]) == 0
+    assert json.loads(capsys.readouterr().out)["neighbors"] == [[1, 2, 3], [0], [0], [0]]
+    assert instance_command(["sorting", "agents=4"]) == 0
+    assert json.loads(capsys.readouterr().out)["neighbors"] is None
