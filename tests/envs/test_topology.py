@@ -17,7 +17,7 @@ from scipy.spatial import Delaunay
 
 from masgrid._private.envs.protocols import make_protocol
 from masgrid._private.envs.tasks import Instance, get_task
-from masgrid._private.envs.topology import TopologySettings, summary, system_prompt
+from masgrid._private.envs.topology import TopologySettings, run_edges, summary, system_prompt
 from masgrid._private.platform.config import ConfigError, RunConfig
 
 SEEDS = range(12)
@@ -244,6 +244,23 @@ def test_agentsnet_builds_its_instance_on_the_communication_graph():
             assert edges == edge_set(expected_graph(kind, 9, seed))
             assert instance.params["graph"] == kind
             assert instance.meta["diameter"] == nx.diameter(expected_graph(kind, 9, seed))
+            assert edge_set(cfg.communication_graph(instance)) == edges
+            assert cfg.columns()["topology"] == kind
+
+
+def test_agentsnet_on_its_own_model_reports_that_graph():
+    """graph=ws: the communication graph is AgentsNet's own (its meta edges), topology null."""
+    for seed in range(4):
+        cfg = RunConfig.from_mapping({"task": "agentsnet/consensus", "agents": 10, "seed": seed, "graph": "ws"})
+        instance = cfg.instance()
+        index = {name: i for i, name in enumerate(instance.meta["names"])}
+        want = nx.Graph([(index[u], index[v]) for u, v in instance.meta["edges"]])
+        assert edge_set(cfg.communication_graph(instance)) == edge_set(want)
+        row = summary(cfg.topology, 10, seed, run_edges(cfg.topology, seed, get_task(cfg.task), instance))
+        assert json.loads(row["topology_edges"]) == edge_set(want)
+        assert row["topology_diameter"] == nx.diameter(want) == instance.meta["diameter"]
+        assert row["topology_seed"] is None and cfg.columns()["topology"] is None
+    assert edge_set(config(agents=5).communication_graph()) == edge_set(nx.complete_graph(5))
 
 
 def test_a_moved_edge_file_is_the_same_run(tmp_path):

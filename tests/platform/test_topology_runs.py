@@ -39,8 +39,12 @@ def results(tmp_path_factory, ray_session):
     configs = [*masgrid.grid(["task=sorting", "agents=6", "k=2", "mode=random", f"results_dir={out}"], **axes),
                *masgrid.grid(["task=silo/I-01", "agents=5", f"results_dir={out}"], **axes)]
     assert {c.topology.kind for c in configs} == set(KINDS) and len(configs) == 12
-    outcome = masgrid.sweep(configs)
-    assert outcome.ok == 12 and outcome.failed == 0
+    # AgentsNet on its own model and on a ring (vice versa: its graph is the topology)
+    agentsnet = [*masgrid.grid(["task=agentsnet/coloring", "agents=6", "graph=ws", f"results_dir={out}"]),
+                 *masgrid.grid(["task=agentsnet/coloring", "agents=6", "graph=null", "topology.kind=ring",
+                                f"results_dir={out}"])]
+    outcome = masgrid.sweep([*configs, *agentsnet])
+    assert outcome.ok == 14 and outcome.failed == 0
     return out, configs
 
 
@@ -48,6 +52,7 @@ def test_every_row_records_its_graph_and_the_classical_policy_solves_it(results)
     out, configs = results
     runs = pd.read_parquet(out / "runs")
     agents = pd.read_parquet(out / "agents")
+    runs = runs[~runs["task"].str.startswith("agentsnet/")]
     assert len(runs) == 12 and runs["success"].all()
     by_id = {c.run_id: c for c in configs}
     for _, run in runs.iterrows():
@@ -94,6 +99,19 @@ def test_no_communication_floor_is_recorded_per_run(results):
             assert row["comm_floor_success"] == row["floor_success"]
 
 
+def test_agentsnet_rows_describe_the_graph_its_agents_used(results):
+    out, _ = results
+    runs = pd.read_parquet(out / "runs")
+    runs = runs[runs["task"] == "agentsnet/coloring"].set_index("graph", drop=False)
+    own = runs[runs["topology"].isna()].iloc[0]
+    assert own["graph"] == "ws" and own["topology_diameter"] == own["diameter"]
+    assert own["topology_n_edges"] == own["edges"] and own["topology_max_degree"] == own["max_degree"]
+    ring = runs[runs["topology"] == "ring"].iloc[0]
+    assert pd.isna(ring["graph"]) and json.loads(ring["topology_edges"]) == sorted(
+        [min(u, v), max(u, v)] for u, v in nx.cycle_graph(6).edges())
+    assert ring["diameter"] == 3 and ring["success"]
+
+
 def test_report_topology_section_matches_the_runs(results):
     out, _ = results
     masgrid.report(out)
@@ -101,6 +119,9 @@ def test_report_topology_section_matches_the_runs(results):
     assert "## Topology" in index and (out / "report" / "topology" / "success_by_topology.png").stat().st_size > 0
     table = pd.read_csv(out / "report" / "topology" / "success_by_topology.csv")
     runs = pd.read_parquet(out / "runs")
+    labels = table[table["task"] == "agentsnet/coloring"]["topology"].tolist()
+    assert sorted(labels) == ["graph=ws", "ring"]
+    table = table[table["task"] != "agentsnet/coloring"]
     for _, row in table.iterrows():
         cell = runs[(runs["task"] == row["task"]) & (runs["protocol"] == row["protocol"])
                     & (runs["topology"] == row["topology"])]

@@ -5,7 +5,8 @@ complete). One row per (task, protocol, topology): runs, the success rate with i
 Wilson interval, the graph's mean diameter and degree, and the no-communication floor of the
 same runs (`comm_floor_success`: every agent answering from its own input alone, scored on
 each run's own instance) beside it, so a reader sees what the graph added over silence.
-Tasks that never ran on a restricted graph are left out.
+Tasks that never ran on a restricted graph are left out; a run on its task's own graph
+(AgentsNet's `graph=ws`, topology null) is labelled `graph=<model>`.
 """
 
 from __future__ import annotations
@@ -34,14 +35,25 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 
 
 def has_restricted(runs: pd.DataFrame) -> bool:
-    return "topology" in runs and bool((runs["topology"].fillna("complete") != "complete").any())
+    return "topology" in runs and bool((runs["topology"].notna() & (runs["topology"] != "complete")).any())
+
+
+def graph_label(runs: pd.DataFrame) -> pd.Series:
+    """The topology kind; `graph=<model>` for a run on its task's own graph (topology null,
+    e.g. AgentsNet's graph=ws); `complete` for rows recorded before topology existed."""
+    label = runs["topology"].astype(object).copy()
+    if "graph" in runs:
+        own = label.isna() & runs["graph"].notna()
+        label[own] = "graph=" + runs.loc[own, "graph"].astype(str)
+    return label.fillna("complete")
 
 
 def topology_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Success against topology per task and protocol (module docstring); runs without a
     success value (unscored) are left out of the rate and its interval."""
-    runs = runs.assign(topology=runs["topology"].fillna("complete"))
-    tasks = runs.loc[runs["topology"] != "complete", "task"].unique()
+    restricted = runs["topology"].notna() & (runs["topology"] != "complete")
+    tasks = runs.loc[restricted, "task"].unique()
+    runs = runs.assign(topology=graph_label(runs))
     runs = runs[runs["task"].isin(tasks)]
     rows = []
     for (task, protocol, kind), group in runs.groupby(["task", "protocol", "topology"], sort=False):
@@ -57,7 +69,7 @@ def topology_table(runs: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=["task", "protocol", "topology", *COLUMNS]).set_index(["task", "protocol", "topology"])
     table = pd.DataFrame(rows)
-    table["order"] = table["topology"].map({k: i for i, k in enumerate(KINDS)})
+    table["order"] = table["topology"].map({k: i for i, k in enumerate(KINDS)}).fillna(len(KINDS))
     table = table.sort_values(["task", "protocol", "order"]).drop(columns="order")
     return table.set_index(["task", "protocol", "topology"])[COLUMNS]
 

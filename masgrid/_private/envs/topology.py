@@ -208,18 +208,18 @@ def _cached(settings_json: str, file_sha: str | None, n: int, run_seed: int) -> 
     return tuple(sorted((min(u, v), max(u, v)) for u, v in g.edges()))
 
 
-def communication_graph(settings: TopologySettings, n_agents: int, run_seed: int) -> nx.Graph:
+def communication_graph(settings: TopologySettings, run_seed: int, task: Task, instance: Instance) -> nx.Graph:
     """The run's communication graph: nodes 0..n-1 (agent ids), an edge where two agents can
-    message each other. Deterministic in (settings, n, run seed); ValueError (one line naming
-    the option) when the kind cannot give one. A complete graph is built as such; callers that
-    must scale to very large runs use `summary` instead, which never builds it."""
+    message each other directly: the restricted topology, else the task's own graph (AgentsNet's
+    model), else the complete graph. Deterministic in (settings, run seed, instance)."""
     import networkx as nx
 
-    if not settings.restricted:
-        return nx.complete_graph(n_agents)
+    edges = run_edges(settings, run_seed, task, instance)
+    if edges is None:
+        return nx.complete_graph(instance.n_agents)
     g = nx.Graph()
-    g.add_nodes_from(range(n_agents))
-    g.add_edges_from(restricted_edges(settings, n_agents, run_seed))
+    g.add_nodes_from(range(instance.n_agents))
+    g.add_edges_from(edges)
     return g
 
 
@@ -264,20 +264,31 @@ def diameter(adj: list[list[int]]) -> int | None:
     return longest
 
 
-def summary(settings: TopologySettings, n_agents: int, run_seed: int) -> dict[str, Any]:
-    """The runs-table columns of a run's graph (docs/results.md); a complete graph's are computed
-    from n alone and carry no edge list."""
+def run_edges(settings: TopologySettings, run_seed: int, task: Task, instance: Instance) -> list[tuple[int, int]] | None:
+    """The sorted edges of the graph a run's agents communicate over: the restricted topology's,
+    else the task's own graph (`Task.graph_edges`, e.g. AgentsNet's model); None: complete."""
+    if settings.restricted:
+        return restricted_edges(settings, instance.n_agents, run_seed)
+    own = task.graph_edges(instance)
+    return None if own is None else sorted((min(u, v), max(u, v)) for u, v in own)
+
+
+def summary(settings: TopologySettings, n_agents: int, run_seed: int,
+            own_edges: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+    """The runs-table columns of a run's graph (docs/results.md): the restricted topology's, else
+    the task's own graph (`own_edges`), else the complete graph's, computed from n alone (no
+    edge list: it is never built)."""
     n = n_agents
-    if not settings.restricted:
+    edges = restricted_edges(settings, n, run_seed) if settings.restricted else own_edges
+    if edges is None:
         return {"topology_edges": None, "topology_n_edges": n * (n - 1) // 2,
                 "topology_diameter": 1 if n > 1 else 0, "topology_min_degree": n - 1,
                 "topology_mean_degree": float(n - 1), "topology_max_degree": n - 1, "topology_connected": True,
                 "topology_seed": None}
-    edges = restricted_edges(settings, n, run_seed)
     adj = neighbor_lists(n, edges)
     degrees = [len(a) for a in adj]
     longest = diameter(adj)
-    random_kind = "seed" in PARAMETERS[settings.kind]
+    random_kind = settings.restricted and "seed" in PARAMETERS[settings.kind]
     return {"topology_edges": json.dumps([list(e) for e in edges]),
             "topology_n_edges": len(edges), "topology_diameter": longest, "topology_min_degree": min(degrees),
             "topology_mean_degree": sum(degrees) / n, "topology_max_degree": max(degrees),

@@ -249,12 +249,14 @@ class _RunConfigBase(BaseModel):
         generated = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
         return with_topology(generated, self.topology, self.seed)
 
-    def communication_graph(self) -> nx.Graph:
-        """The run's communication graph (networkx, node i = agent i): complete unless `topology`
-        restricts it. The one function other code asks for a run's graph (placement by degree, ...)."""
+    def communication_graph(self, instance: Instance | None = None) -> nx.Graph:
+        """The run's communication graph (networkx, node i = agent i): the restricted `topology`,
+        else the task's own graph (AgentsNet's model), else complete. `instance`: the run's, when
+        the caller has it (else it is generated). The one function other code asks for a run's
+        graph (placement by degree, ...)."""
         from masgrid._private.envs.topology import communication_graph
 
-        return communication_graph(self.topology, self.agents, self.seed)
+        return communication_graph(self.topology, self.seed, get_task(self.task), instance or self.instance())
 
     @property
     def k_resolved(self) -> int:
@@ -296,10 +298,16 @@ class _RunConfigBase(BaseModel):
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph,
-                "topology": self.topology.kind,
+                "topology": self._topology_column(),
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
                 **self._ignored_columns()}
+
+    def _topology_column(self) -> str | None:
+        """topology.kind; null for a task that runs on its own graph (AgentsNet's `graph` model)."""
+        if not self.topology.restricted and get_task(self.task).topology_need == "builds":
+            return None
+        return self.topology.kind
 
     def _ignored_columns(self) -> dict[str, Any]:
         """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,

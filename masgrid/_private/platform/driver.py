@@ -28,7 +28,7 @@ from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
-from masgrid._private.envs.topology import summary as topology_summary, system_prompt
+from masgrid._private.envs.topology import neighbor_lists, run_edges, summary as topology_summary, system_prompt
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
@@ -529,6 +529,9 @@ class RunDriver:
             "tokens_comm": sum(s.tokens_comm for s in stats),
         }
         usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
+        graph_edges = run_edges(cfg.topology, cfg.seed, task, instance)
+        degrees = [cfg.agents - 1] * cfg.agents if graph_edges is None else [
+            len(a) for a in neighbor_lists(cfg.agents, graph_edges)]
         metrics: dict[str, Any] = {
             "success": score.success,
             "sr": None if None in score.correct else sum(score.correct) / len(score.correct),
@@ -548,7 +551,7 @@ class RunDriver:
             "stacked_blocks": sum(s.stacked_blocks for s in stats),
             "startup_s": startup_s,
             **phased,
-            **topology_summary(cfg.topology, cfg.agents, cfg.seed),
+            **topology_summary(cfg.topology, cfg.agents, cfg.seed, graph_edges),
             "comm_floor_success": task.no_communication_floor(instance),
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
@@ -575,7 +578,7 @@ class RunDriver:
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
                 "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
-                "degree": len(instance.neighbors[i]) if instance.neighbors is not None else cfg.agents - 1,
+                "degree": degrees[i],
                 "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **cfg.labels(),
             }
             for i in range(cfg.agents)

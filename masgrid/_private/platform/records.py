@@ -39,7 +39,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
     ("graph", pa.string()),
-    ("topology", pa.string()),  # topology.kind: complete (every earlier run) or the restricted graph's kind
+    ("topology", pa.string()),  # topology.kind (complete: every earlier run); null: the task's own graph (AgentsNet graph=...)
     ("results_dir", pa.string()),
     ("experiment", pa.string()),
     ("tags", pa.list_(pa.string())),
@@ -105,8 +105,9 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
                        "(each run on its own), text no command takes, or command lines kept in a write_file value; "
                        "each has a harness event with verb stacked"),
     "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
-    "topology_edges": (pa.string(), "JSON list of [u, v] pairs (u < v, sorted) of the restricted communication graph "
-                       "(docs/topology.md); null for the complete graph"),
+    "topology_edges": (pa.string(), "JSON list of [u, v] agent-id pairs (u < v, sorted) of the communication graph: "
+                       "the restricted topology's, or the task's own graph (Task.graph_edges); null for the complete "
+                       "graph (docs/topology.md)"),
     "topology_n_edges": (pa.int64(), "edges of the communication graph"),
     "topology_diameter": (pa.int64(), "diameter of the communication graph (longest shortest path); null when "
                           "it is disconnected"),

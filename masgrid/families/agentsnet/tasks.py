@@ -157,6 +157,11 @@ class AgentsNetTask(Task):
                 "byzantine_agents": sorted(adversaries)}
         return Instance(task=self.name, params=params, inputs=inputs, expected=[None] * agents, meta=meta)
 
+    def graph_edges(self, instance: Instance) -> list[tuple[int, int]]:
+        """The instance's graph (its own model, or the restricted topology it was built on)."""
+        index = {name: i for i, name in enumerate(instance.meta["names"])}
+        return [(index[u], index[v]) for u, v in instance.meta["edges"]]
+
     def _adversaries(self, g: AgentGraph, seed: int, setting: str, count: int | None) -> set[int]:
         if setting == "none":
             return set()

@@ -209,6 +209,11 @@ class Task(ABC):
         """Task-family metrics from the score and token usage; the platform adds common ones."""
         return {}
 
+    def graph_edges(self, instance: Instance) -> list[tuple[int, int]] | None:
+        """The task's own communication graph on the complete `topology` (agent ids), when its
+        generator builds one (AgentsNet's graph models); None: no graph of its own."""
+        return None
+
     def isolated_answers(self, instance: Instance) -> list[Any] | None:
         """What each agent would submit from its own input alone, without any message (the
         no-communication floor); None: the task defines no such baseline."""
