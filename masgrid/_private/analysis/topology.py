@@ -21,7 +21,7 @@ from masgrid._private.envs.topology import KINDS
 
 Z95 = 1.959963984540054
 COLUMNS = ["runs", "success %", "CI low %", "CI high %", "floor %", "floor runs", "success - floor (pp)",
-           "diameter", "mean degree"]
+           "diameter", "mean degree", "rounds", "messages"]
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -65,7 +65,8 @@ def topology_table(runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"task": task, "protocol": protocol, "topology": kind, "runs": len(scored),
                      "success %": rate, "CI low %": low * 100, "CI high %": high * 100, "floor %": floor_rate,
                      "floor runs": len(floor), "success - floor (pp)": rate - floor_rate,
-                     "diameter": _mean(group, "topology_diameter"), "mean degree": _mean(group, "topology_mean_degree")})
+                     "diameter": _mean(group, "topology_diameter"), "mean degree": _mean(group, "topology_mean_degree"),
+                     "rounds": _mean(group, "rounds"), "messages": _mean(group, "messages_sent")})
     if not rows:
         return pd.DataFrame(columns=["task", "protocol", "topology", *COLUMNS]).set_index(["task", "protocol", "topology"])
     table = pd.DataFrame(rows)
@@ -79,8 +80,8 @@ def _mean(group: pd.DataFrame, column: str) -> float:
 
 
 def topology_figure(table: pd.DataFrame, path: Path) -> Path:
-    """One panel per task: success (bars, 95% Wilson interval) per topology and protocol, the
-    no-communication floor as a black tick on each bar."""
+    """One column of panels per task. Top: success (bars, 95% Wilson interval) per topology and
+    protocol, the no-communication floor as a red tick on each bar. Bottom: mean rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,8 +89,10 @@ def topology_figure(table: pd.DataFrame, path: Path) -> Path:
 
     flat = table.reset_index()
     tasks = list(dict.fromkeys(flat["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(max(4.0, 3.6 * len(tasks)), 3.4), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
+    fig, axes = plt.subplots(2, len(tasks), figsize=(max(4.5, 3.8 * len(tasks)), 5.6), squeeze=False,
+                             sharex="col", gridspec_kw={"height_ratios": [3, 2]})
+    for col, task in enumerate(tasks):
+        top, bottom = axes[0][col], axes[1][col]
         sub = flat[flat["task"] == task]
         kinds = list(dict.fromkeys(sub["topology"]))
         protocols = list(dict.fromkeys(sub["protocol"]))
@@ -99,16 +102,20 @@ def topology_figure(table: pd.DataFrame, path: Path) -> Path:
             xs = [i - 0.4 + width * (j + 0.5) for i in range(len(kinds))]
             rate = rows["success %"].to_numpy(dtype=float)
             err = [rate - rows["CI low %"].to_numpy(dtype=float), rows["CI high %"].to_numpy(dtype=float) - rate]
-            ax.bar(xs, rate, width * 0.9, yerr=err, capsize=2, label=protocol)
-            ax.hlines(rows["floor %"].to_numpy(dtype=float), [x - width * 0.45 for x in xs],
-                      [x + width * 0.45 for x in xs], colors="black", linewidth=2,
-                      label="no-communication floor" if j == 0 else None)
-        ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right")
-        ax.set_ylim(0, 105)
-        ax.set_title(task, fontsize=9)
-        ax.set_ylabel("success %")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
+            top.bar(xs, rate, width * 0.9, yerr=err, capsize=2, label=protocol, color=f"C{j}")
+            top.hlines(rows["floor %"].to_numpy(dtype=float), [x - width * 0.45 for x in xs],
+                       [x + width * 0.45 for x in xs], colors="#d62728", linewidth=2.5, zorder=3,
+                       label="no-communication floor" if j == 0 else None)
+            bottom.bar(xs, rows["rounds"].to_numpy(dtype=float), width * 0.9, color=f"C{j}")
+        top.set_ylim(-2, 105)
+        top.set_title(task, fontsize=9)
+        bottom.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
+        if col == 0:
+            top.set_ylabel("success %")
+            bottom.set_ylabel("mean rounds")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
     plt.close(fig)
@@ -123,8 +130,8 @@ def write_topology_section(runs: pd.DataFrame, out: Path) -> tuple[list[Path], l
     table = topology_table(runs)
     note = ("Success rate per task, protocol and communication graph, with its 95% Wilson interval; `floor %`: "
             "the no-communication floor (every agent answering from its own input alone) on the same runs' "
-            "instances, `-` where the task defines none. `diameter` and `mean degree` are means over the runs' "
-            "graphs (random kinds draw one graph per run seed).")
+            "instances, `-` where the task defines none. `diameter`, `mean degree`, `rounds` and `messages` (sent) "
+            "are means over the runs (random kinds draw one graph per run seed).")
     written = write_table(table, out / "topology", "success_by_topology", "Success against topology", note)
     figure = topology_figure(table, out / "topology" / "success_by_topology.png")
     lines = ["## Topology", "", "[Success against topology per task, with the no-communication floor]"
