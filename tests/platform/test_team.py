@@ -176,8 +176,12 @@ def test_scripted_sweep_over_placements_records_the_placement(tmp_path, ray_sess
     assert set(runs["team_composition"]) == {"5×alt+2×scripted"} and set(runs["team_strong"]) == {"scripted"}
     task = get_task("agentsnet/coloring")
     for run in runs.itertuples():
-        graph = task.agent_graph(task.generate(7, 1, None, 4, graph=run.graph, rounds=2))
-        degrees = [graph.degree(i) for i in range(7)]
+        instance = task.generate(7, 1, None, 4, graph=run.graph, rounds=2)
+        index = {name: i for i, name in enumerate(instance.meta["names"])}
+        degrees = [0] * 7  # from the instance's own edge list, not through the code under test
+        for u, v in instance.meta["edges"]:
+            degrees[index[u]] += 1
+            degrees[index[v]] += 1
         want = expected_members([("scripted", 2), ("alt", None)], 7, run.team_placement, 4, degrees)
         rows = agents[agents["run_id"] == run.run_id].sort_values("agent")
         assert rows["model_preset"].tolist() == want
@@ -298,3 +302,18 @@ def test_a_family_model_preset_can_be_a_team_member():
 
     assert {"simas_qwen2_5_7b", "tiny_cpu", "scripted"} <= set(preset_names())
     assert load_preset("simas_qwen2_5_7b")["name"] == "qwen2.5-7b-instruct"
+
+
+def test_placement_by_position_reads_the_topology():
+    """A star on a task without a graph of its own: by_degree puts the strong member at the hub
+    (node 0 of networkx's star), leaves never does; the complete graph refuses both."""
+    base = {"task": "sorting", "protocol": "p2p", "agents": 6, "k": 2, "max_rounds": 20, "backend": "serve",
+            "team": {"composition": {"scripted": 1, "rest": "standin"}}}
+    hub = RunConfig.from_mapping({**base, "topology": {"kind": "star"}, "team": {**base["team"], "placement": "by_degree"}})
+    assert hub.team_resolved.agents[0] == "scripted" and hub.team_resolved.agents.count("scripted") == 1
+    for seed in range(5):
+        spoke = RunConfig.from_mapping({**base, "seed": seed, "topology": {"kind": "star"},
+                                        "team": {**base["team"], "placement": "leaves"}})
+        assert spoke.team_resolved.agents[0] == "standin"
+    with pytest.raises(ConfigError, match="by_degree"):
+        RunConfig.from_mapping({**base, "team": {**base["team"], "placement": "by_degree"}})

@@ -19,6 +19,7 @@ from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
 from masgrid._private.analysis.markdown import write_table
 from masgrid._private.analysis.teams import write_teams_section
+from masgrid._private.analysis.topology import write_topology_section
 from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid, status_counts, usable
 from masgrid.family import families, family_of
 
@@ -49,6 +50,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     present = families_present(runs)
     reports = write_family_reports(results_dir, out, present, written, with_invalid=with_invalid,
                                    condition=condition)
+    topology_files, topology_lines = write_topology_section(usable(runs), out)
+    written += topology_files
     registry = families()
     labels = ", ".join(registry[f].label for f in present) or "no known benchmark family"
     unclaimed = sorted({str(t) for t in runs["task"] if family_of(str(t)) is None})
@@ -64,6 +67,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     channel_files, channel_lines = write_channel_section(runs, out)  # only when runs used a channel
     written += channel_files
     index += channel_lines
+    index += topology_lines
     index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")

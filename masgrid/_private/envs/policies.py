@@ -4,7 +4,10 @@ A policy sees exactly what a model sees after its system prompt: the harness rep
 its previous commands. It answers with fenced command blocks that go through the same
 parser and protocol as a model's reply. `AllGather` is the classical all-to-all exchange
 over each substrate; most tasks solve by gathering every agent's share, then computing
-their own answer locally.
+their own answer locally. On a restricted communication graph (`topology`) it floods: each
+turn an agent passes every share it holds to each neighbour that may lack it, and it does so
+once more in the reply that submits. A share moves one hop per two rounds (a receive's reply
+is read in the next turn), so everyone submits within 2 x diameter + 2 rounds (docs/topology.md).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from masgrid._private.envs.tool_calls import ToolReply
 DATA_TAG = "DATA"
 _BROADCAST_LINE = re.compile(rf"^(?:broadcast from|from) Agent-(\d+): {DATA_TAG} (.*)$")
 _CONTENT = re.compile(r"^content=(.*)$", re.DOTALL)
+RELAY_TAG = "RELAY"  # a restricted graph's message: {"<origin agent>": payload, ...}
+_RELAY_LINE = re.compile(rf"^(?:broadcast from|from) Agent-(\d+): {RELAY_TAG} (.*)$")
 
 
 def fence(command: str) -> str:
@@ -49,8 +54,13 @@ class ScriptedPolicy(ABC):
 class AllGather:
     """All-to-all exchange of one JSON payload per agent over broadcast, p2p or kv."""
 
-    def __init__(self, agent: int, n_agents: int, protocol: str, payload: Any, key_prefix: str = "data/") -> None:
+    def __init__(self, agent: int, n_agents: int, protocol: str, payload: Any, key_prefix: str = "data/",
+                 neighbors: list[int] | None = None) -> None:
+        if neighbors is not None and protocol not in ("broadcast", "p2p"):
+            raise ValueError(f"AllGather cannot relay over protocol {protocol!r} on a restricted graph")
         self.agent = agent
+        #: on a restricted graph: each neighbour and the origins whose shares it is known to hold
+        self.known: dict[int, set[int]] | None = None if neighbors is None else {j: {j} for j in neighbors}
         self.n = n_agents
         self.protocol = protocol
         self.payload = payload
@@ -78,6 +88,33 @@ class AllGather:
                 match = _BROADCAST_LINE.match(line.strip())
                 if match:
                     self.gathered[int(match.group(1))] = json.loads(match.group(2))
+                relay = _RELAY_LINE.match(line.strip()) if self.known is not None else None
+                if relay and self.known is not None:
+                    shares = {int(origin): value for origin, value in json.loads(relay.group(2)).items()}
+                    self.gathered.update(shares)
+                    sender = int(relay.group(1))
+                    if sender in self.known:  # a broadcast reaches all neighbours: they hold it too
+                        self.known[sender] |= set(shares)
+
+    def relays(self) -> list[str]:
+        """Restricted graph: the messages that pass each neighbour the shares it may lack."""
+        assert self.known is not None
+        if self.protocol == "broadcast":
+            new = {o: v for o, v in self.gathered.items() if not all(o in k for k in self.known.values())}
+            for k in self.known.values():
+                k |= set(new)
+            return [f"broadcast_message {RELAY_TAG} {_relay_text(new)}"] if new else []
+        cmds = []
+        for j, held in self.known.items():
+            new = {o: v for o, v in self.gathered.items() if o not in held}
+            if new:
+                cmds.append(f"send_message {j} {RELAY_TAG} {_relay_text(new)}")
+                held |= set(new)
+        return cmds
+
+    def final_commands(self) -> list[str]:
+        """What to send in the reply that submits: the last relays (none on the complete graph)."""
+        return [] if self.known is None else self.relays()
 
     def _ingest_reads(self, observations: list[str]) -> None:
         # read_file replies come in the order the reads were issued (missing ones error).
@@ -93,6 +130,9 @@ class AllGather:
         """Commands for this turn: share once, then fetch whatever is still missing."""
         text = json.dumps(self.payload, separators=(",", ":"))
         cmds: list[str] = []
+        if self.known is not None:
+            self.shared = True
+            return [*self.relays(), "receive_messages"]
         if self.protocol == "broadcast":
             if not self.shared:
                 cmds.append(f"broadcast_message {DATA_TAG} {text}")
@@ -113,12 +153,16 @@ class AllGather:
         return cmds
 
 
+def _relay_text(shares: dict[int, Any]) -> str:
+    return json.dumps({str(o): shares[o] for o in sorted(shares)}, separators=(",", ":"))
+
+
 class GatherThenSubmit(ScriptedPolicy):
     """Share a payload with everyone, gather everyone's, submit an answer computed locally."""
 
     def __init__(self, view: AgentView, protocol: str, seed: int = 0) -> None:
         super().__init__(view, protocol, seed)
-        self.exchange = AllGather(view.agent, view.n_agents, protocol, self.payload())
+        self.exchange = AllGather(view.agent, view.n_agents, protocol, self.payload(), neighbors=view.neighbors)
 
     @abstractmethod
     def payload(self) -> Any:
@@ -131,6 +175,6 @@ class GatherThenSubmit(ScriptedPolicy):
     def act(self, observations: list[str]) -> str:
         self.exchange.ingest(observations)
         if self.exchange.complete:
-            return reply(f"submit_result {self.answer(self.exchange.gathered)}",
+            return reply(*self.exchange.final_commands(), f"submit_result {self.answer(self.exchange.gathered)}",
                          thought="I have every agent's share; submitting my part.")
         return reply(*self.exchange.commands(), thought="Sharing my data and collecting the others'.")

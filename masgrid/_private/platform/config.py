@@ -23,6 +23,8 @@ from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_coun
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.team import Team, TeamSettings, composition_string, resolve_team
 from masgrid._private.platform import team as team_mod
+from masgrid._private.envs.tasks import Instance
+from masgrid._private.envs.topology import TopologySettings
 from masgrid.family import families, family_of
 from masgrid._private.resources import on_reload
 
@@ -110,6 +112,9 @@ class _RunConfigBase(BaseModel):
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
     graph: str | None = Field(None, description="graph model, for tasks that run on a generated graph")
+    topology: TopologySettings = Field(default_factory=TopologySettings,
+                                       description="the communication graph of the p2p and broadcast protocols "
+                                                   "(docs/topology.md); complete: every agent reaches every other")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
@@ -179,8 +184,13 @@ class _RunConfigBase(BaseModel):
         if self.condition in task.scripted_only_conditions and self.backend != "scripted":
             raise ValueError(f"condition: {self.condition} is a scripted baseline of {self.task}; run it with "
                              f"model=scripted, not backend={self.backend}")
+        if self.topology.restricted:
+            from masgrid._private.envs.topology import check_topology
+
+            check_topology(self.topology, task, self.protocol, self.agents, self.seed, self.max_rounds, self.backend,
+                           self.condition)
         if self.team.active:  # each member's preset resolved and checked; the `model` group is not used by agents
-            self._team = resolve_team(self.team, self.agents, self.backend, self.seed, graph=self._graph)
+            self._team = resolve_team(self.team, self.agents, self.backend, self.seed, graph=self.placement_graph)
         elif self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
         scoring = task.scoring_model(**self.generation_kwargs())
@@ -194,11 +204,16 @@ class _RunConfigBase(BaseModel):
             parse_serving(self.model.serving)  # ServingError (a ValueError) names model.serving.<key>
         return self
 
-    def _graph(self) -> Any:
-        """The run's communication graph (networkx; None when its task has none)."""
-        task = get_task(self.task)
-        return task.agent_graph(task.generate(self.agents, self.k_resolved, self.mode, self.seed,
-                                              **self.generation_kwargs()))
+    def placement_graph(self, instance: Instance | None = None) -> Any:
+        """The communication graph that placement by position reads (team.placement by_degree,
+        leaves): the restricted topology or the task's own graph; None on the complete graph,
+        where every agent has the same degree and such a placement means nothing."""
+        from masgrid._private.envs.topology import run_edges
+
+        instance = instance or self.instance()
+        if run_edges(self.topology, self.seed, get_task(self.task), instance) is None:
+            return None
+        return self.communication_graph(instance)
 
     @property
     def team_resolved(self) -> Team | None:
@@ -245,6 +260,11 @@ class _RunConfigBase(BaseModel):
             data["model"]["tool_constraint"] = self.model.tool_constraint
         if self._team is not None:  # only then, so every run without a team keeps its id
             data["team"] = team_mod.identity(self.team, self._team)
+        topology = self.topology.identity()  # the complete graph is absent, so older run ids stay
+        if topology is None:
+            data.pop("topology")
+        else:
+            data["topology"] = topology
         data["prompt_hash"] = self._prompt_hash(data)
         return data
 
@@ -258,18 +278,33 @@ class _RunConfigBase(BaseModel):
 
     def render_prompt_hash(self) -> str:
         """The fingerprint of the prompts as this process renders them (envs/tasks/fingerprint.py)."""
-        from masgrid._private.envs.tasks.fingerprint import fingerprint
+        from masgrid._private.envs.tasks.fingerprint import prompt_hash
 
-        return fingerprint(get_task(self.task), self.agents, self.k_resolved, self.mode, self.seed, self.protocol,
-                           self.condition, self.generation_kwargs())
+        return prompt_hash(get_task(self.task), self.instance(), self.protocol, self.condition)
 
     def first_messages(self) -> list[dict[str, str]]:
         """The run's longest first prompt (system message and opening), as an agent receives it."""
         from masgrid._private.envs.tasks.fingerprint import first_messages
 
+        return first_messages(get_task(self.task), self.instance(), self.protocol, self.condition)
+
+    def instance(self) -> Instance:
+        """The run's instance: the task's generator on this config, with the communication graph's
+        neighbour lists when `topology` restricts it (envs/topology.py)."""
+        from masgrid._private.envs.topology import with_topology
+
         task = get_task(self.task)
-        instance = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
-        return first_messages(task, instance, self.protocol, self.condition)
+        generated = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
+        return with_topology(generated, self.topology, self.seed)
+
+    def communication_graph(self, instance: Instance | None = None) -> nx.Graph:
+        """The run's communication graph (networkx, node i = agent i): the restricted `topology`,
+        else the task's own graph (AgentsNet's model), else complete. `instance`: the run's, when
+        the caller has it (else it is generated). The one function other code asks for a run's
+        graph (placement by degree, ...)."""
+        from masgrid._private.envs.topology import communication_graph
+
+        return communication_graph(self.topology, self.seed, get_task(self.task), instance or self.instance())
 
     @property
     def k_resolved(self) -> int:
@@ -311,6 +346,7 @@ class _RunConfigBase(BaseModel):
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
                 "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph, **self.channel_columns(),
+                "topology": self._topology_column(),
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
                 **self._ignored_columns(), **self._team_columns()}
@@ -336,6 +372,12 @@ class _RunConfigBase(BaseModel):
         out["channel_links"] = json.dumps({k: v.model_dump(exclude_none=True) for k, v in self.channel.links.items()},
                                           sort_keys=True) if on and self.channel.links else None
         return out
+
+    def _topology_column(self) -> str | None:
+        """topology.kind; null for a task that runs on its own graph (AgentsNet's `graph` model)."""
+        if not self.topology.restricted and get_task(self.task).topology_need == "builds":
+            return None
+        return self.topology.kind
 
     def _ignored_columns(self) -> dict[str, Any]:
         """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,
@@ -396,6 +438,8 @@ def _run_config_class() -> type[_RunConfigBase]:
 
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     class RunConfig(_RunConfigBase):
         """The validated run configuration (family option blocks are added at import)."""
 

@@ -29,6 +29,7 @@ from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
+from masgrid._private.envs.topology import neighbor_lists, run_edges, summary as topology_summary, system_prompt
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
@@ -364,7 +365,7 @@ class RunDriver:
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
         try:
-            instance = task.generate(cfg.agents, cfg.k_resolved, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+            instance = cfg.instance()
             _check_prompts(cfg, task, instance)
             run_row, agent_rows = await self._execute(task, instance, log, begun)
             await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
@@ -521,7 +522,7 @@ class RunDriver:
             setups = {}
             for i in range(cfg.agents):
                 view = task.view(instance, i, phase=phase, previous=previous[i])
-                setups[i] = AgentSetup(view=view, system_prompt=task.build_prompt(view, cfg.protocol, cfg.condition))
+                setups[i] = AgentSetup(view=view, system_prompt=system_prompt(task, view, cfg.protocol, cfg.condition))
             if phase == 1:
                 first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
             log.record_prompts(phase, {i: s.system_prompt for i, s in setups.items()})
@@ -558,6 +559,9 @@ class RunDriver:
             "tokens_comm": sum(s.tokens_comm for s in stats),
         }
         usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
+        graph_edges = run_edges(cfg.topology, cfg.seed, task, instance)
+        degrees = [cfg.agents - 1] * cfg.agents if graph_edges is None else [
+            len(a) for a in neighbor_lists(cfg.agents, graph_edges)]
         metrics: dict[str, Any] = {
             "success": score.success,
             "sr": None if None in score.correct else sum(score.correct) / len(score.correct),
@@ -577,6 +581,8 @@ class RunDriver:
             "stacked_blocks": sum(s.stacked_blocks for s in stats),
             "startup_s": startup_s,
             **phased,
+            **topology_summary(cfg.topology, cfg.agents, cfg.seed, graph_edges),
+            "comm_floor_success": task.no_communication_floor(instance),
         }
         metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
         metrics.update(channel_metrics(log.channel_outcomes) if cfg.channel.active else {})
@@ -604,6 +610,7 @@ class RunDriver:
                 "correct": score.correct[i], "partial": score.partial[i],
                 "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
                 "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
+                "degree": degrees[i],
                 "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **agent_model(cfg, i), **cfg.labels(),
             }
             for i in range(cfg.agents)
@@ -726,7 +733,7 @@ def team_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog) ->
 
     summary = by_member(team.agents, log.stats, log.member_errors, team.members, cfg.validity)
     return {"team_by_model": json.dumps(summary, sort_keys=True),
-            "team_strong_degree": strong_position(team, task.agent_graph(instance))}
+            "team_strong_degree": strong_position(team, cfg.placement_graph(instance))}
 
 
 def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:

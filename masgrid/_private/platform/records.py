@@ -50,6 +50,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("channel_reorder", pa.float64()),
     ("channel_delay_rounds", pa.int64()),
     ("channel_links", pa.string()),  # JSON {link: rates}, null when no link has its own rates
+    ("topology", pa.string()),  # topology.kind (complete: every earlier run); null: the task's own graph (AgentsNet graph=...)
     ("results_dir", pa.string()),
     ("experiment", pa.string()),
     ("tags", pa.list_(pa.string())),
@@ -127,6 +128,20 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "channel_late": (pa.int64(), "channel messages delayed by channel.delay_rounds; null when the channel is off"),
     "channel_duplicated": (pa.int64(), "channel messages delivered twice; null when the channel is off"),
     "channel_reordered": (pa.int64(), "channel messages moved ahead of their batch; null when the channel is off"),
+    "topology_edges": (pa.string(), "JSON list of [u, v] agent-id pairs (u < v, sorted) of the communication graph: "
+                       "the restricted topology's, or the task's own graph (Task.graph_edges); null for the complete "
+                       "graph (docs/topology.md)"),
+    "topology_n_edges": (pa.int64(), "edges of the communication graph"),
+    "topology_diameter": (pa.int64(), "diameter of the communication graph (longest shortest path); null when "
+                          "it is disconnected"),
+    "topology_min_degree": (pa.int64(), "smallest number of neighbours of an agent in the communication graph"),
+    "topology_mean_degree": (pa.float64(), "mean number of neighbours (2 * edges / agents)"),
+    "topology_max_degree": (pa.int64(), "largest number of neighbours of an agent"),
+    "topology_connected": (pa.bool_(), "the communication graph is connected"),
+    "topology_seed": (pa.int64(), "seed the graph generator received (topology.seed, or derived from the run "
+                      "seed); null for kinds without randomness"),
+    "comm_floor_success": (pa.bool_(), "no-communication floor: whether every agent answering from its own input "
+                           "alone solves this instance (Task.isolated_answers); null when the task defines none"),
     **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
        for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
 }
@@ -216,6 +231,8 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
     "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
                                      "else null"),
+    "degree": (pa.int64(), "neighbours", "agents this agent can message directly in the run's communication graph "
+                                         "(agents - 1 on the complete graph)"),
     "system_prompt": (pa.string(), "text", "phase-1 system message (every phase's is in events, kind prompt)"),
     "model": (pa.string(), "label", "the model id this agent's requests named (served name); the run's, or its "
                                     "team member's"),

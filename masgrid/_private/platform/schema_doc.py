@@ -28,6 +28,9 @@ UNITS = {
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
     "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
     "team_by_model": "JSON", "team_strong_degree": "edges (mean node degree)",
+    "topology_edges": "JSON", "topology_n_edges": "edges", "topology_diameter": "edges (hops)",
+    "topology_min_degree": "neighbours", "topology_mean_degree": "neighbours", "topology_max_degree": "neighbours",
+    "topology_connected": "boolean", "topology_seed": "seed", "comm_floor_success": "boolean",
     # each family's columns carry their own unit (Family.metrics)
     **{name: metric.unit for name, metric in family_metrics().items()},
 }

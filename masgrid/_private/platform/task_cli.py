@@ -75,20 +75,25 @@ def instance_config(task: Task, overrides: dict[str, Any]) -> RunConfig:
     mapping: dict[str, Any] = {"task": task.name, "protocol": task.protocols[0] if task.protocols else "broadcast",
                                "mode": "random" if task.modes is not None else None}
     options: dict[str, Any] = {}
+    topology: dict[str, Any] = {}  # topology.kind=ring: the instance carries the neighbour lists
     unknown = []
     for key, value in overrides.items():
         bare = key.removeprefix(f"{task.family}.")
         if key in INSTANCE_KEYS:
             mapping[key] = value
+        elif key.startswith("topology."):
+            topology[key.removeprefix("topology.")] = value
         elif bare in family_keys:
             options[bare] = value
         else:
             unknown.append(key)
     if unknown:
-        takes = ", ".join([*INSTANCE_KEYS, *family_keys])
+        takes = ", ".join([*INSTANCE_KEYS, *family_keys, "topology.*"])
         raise InputError(f"unknown key(s) {', '.join(map(repr, unknown))}; {task.name} takes {takes}")
     if options:
         mapping[task.family] = options
+    if topology:
+        mapping["topology"] = topology
     return RunConfig.from_mapping(mapping)
 
 
@@ -101,7 +106,7 @@ def instance_command(args: list[str]) -> int:
     try:
         task = get_task(ns.task)
         cfg = instance_config(task, parse_overrides(ns.overrides))
-        instance = task.generate(cfg.agents, cfg.k or task.default_k, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+        instance = cfg.instance()
     except ValueError as exc:  # ConfigError, InputError, a generator's refusal
         print(f"masgrid instance: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported where graphs are built: `masgrid run` of another t
     import networkx as nx
     import numpy as np
 
+from masgrid._private.envs.topology import diameter, neighbor_lists
 from masgrid._private.resources import conf_cached, read_text
 
 GRAPH_MODELS: dict[str, str] = {"ws": "small-world (Watts-Strogatz)", "ba": "scale-free (Barabasi-Albert)",
@@ -53,39 +54,17 @@ class AgentGraph:
         return g
 
     def neighbors(self) -> list[list[int]]:
-        adj: list[list[int]] = [[] for _ in range(self.n)]
-        for u, v in self.edges:
-            adj[u].append(v)
-            adj[v].append(u)
-        return [sorted(a) for a in adj]
+        return neighbor_lists(self.n, self.edges)
 
     def degrees(self) -> list[int]:
         return [len(a) for a in self.neighbors()]
 
     def diameter(self) -> int:
-        """The longest shortest path, by a breadth-first search from every node over plain
-        adjacency lists (what networkx.diameter computes, at a third of its time: a driver
-        computes it for every run, inside the run). A disconnected graph has none."""
-        adj = self.neighbors()
-        longest = 0
-        for source in range(self.n):
-            seen = [False] * self.n
-            seen[source] = True
-            frontier, depth, reached = [source], 0, 1
-            while frontier:
-                nxt = []
-                for u in frontier:
-                    for v in adj[u]:
-                        if not seen[v]:
-                            seen[v] = True
-                            nxt.append(v)
-                if nxt:
-                    depth += 1
-                    reached += len(nxt)
-                frontier = nxt
-            if reached != self.n:
-                raise ValueError(f"the {self.model} graph is disconnected: no diameter")
-            longest = max(longest, depth)
+        """The longest shortest path (envs/topology.py: a breadth-first search from every node over
+        plain adjacency lists, a third of networkx.diameter's time). A disconnected graph has none."""
+        longest = diameter(self.neighbors())
+        if longest is None:
+            raise ValueError(f"the {self.model} graph is disconnected: no diameter")
         return longest
 
 

@@ -23,7 +23,9 @@ from masgrid._private.envs.policies import ScriptedPolicy
 from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, PARSER_MODES, parser_mode, read_final_answer
 from masgrid._private.envs.tasks import register_task
 from masgrid.families.agentsnet import scoring
-from masgrid.families.agentsnet.graphs import GRAPH_MODELS, MIN_AGENTS, AgentGraph, generate_graph, graph_rng
+from masgrid.families.agentsnet.graphs import (GRAPH_MODELS, MIN_AGENTS, AgentGraph, generate_graph, graph_rng,
+                                               sample_names)
+from masgrid._private.envs.topology import TopologySettings, restricted_edges
 from masgrid.families.agentsnet.prompts import build_system_prompt, final_question, variants
 from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 
@@ -50,6 +52,13 @@ def reference_unscorable(score_reason: str | None, model_errors: int) -> dict[st
     return {"reference_unscorable": bool(reasons), REFERENCE_REASON: "+".join(reasons) or None}
 
 
+def topology_settings(value: Any) -> TopologySettings:
+    """The `topology` generation keyword: the config's settings, a recorded config's dict, or none."""
+    if isinstance(value, TopologySettings):
+        return value
+    return TopologySettings.model_validate(value) if value else TopologySettings()
+
+
 def byzantine_count(n: int) -> int:
     """f with 3f < n, about a quarter of the agents."""
     if n in PAPER_BYZANTINE:
@@ -63,7 +72,10 @@ class AgentsNetTask(Task):
     protocols = ("local",)
     modes = None
     conditions = tuple(variants())
-    required_keys = ("graph",)
+    #: the graph is AgentsNet's own model (`graph`) or, when `topology` restricts it, the run's
+    #: communication graph (docs/topology.md); validate_options refuses neither or both
+    generation_keys = ("topology",)
+    topology_need = "builds"
     #: the graph model and n fix the instance; `k` and `mode` are never read
     ignored_keys = ("k", "mode")
     problem: ClassVar[str]
@@ -85,12 +97,18 @@ class AgentsNetTask(Task):
 
     def validate_options(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
                          rounds: int | None = None, cot: bool = True, byzantine: str = "none",
-                         byzantine_count: int | None = None, parser: str = "strict", **extra: Any) -> None:
+                         byzantine_count: int | None = None, parser: str = "strict",
+                         topology: Any = None, **extra: Any) -> None:
         """Everything `generate` would refuse, without building the graph."""
         if extra:
             raise ValueError(f"agentsnet: unknown AgentsNet option(s): {', '.join(sorted(extra))}")
-        if graph not in GRAPH_MODELS:
-            what = "AgentsNet needs a graph model," if graph is None else f"unknown graph model {graph!r};"
+        on_topology = topology_settings(topology).restricted
+        if on_topology and graph is not None:
+            raise ValueError(f"graph: AgentsNet runs on its own graph model (graph={graph}) or on the communication "
+                             f"graph (topology.kind), not both; set graph=null to use topology.kind")
+        if not on_topology and graph not in GRAPH_MODELS:
+            what = ("AgentsNet needs a graph model (or a restricted topology.kind)," if graph is None
+                    else f"unknown graph model {graph!r};")
             raise ValueError(f"graph: {what} choose one of {sorted(GRAPH_MODELS)}")
         if agents < MIN_AGENTS:
             raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
@@ -106,11 +124,18 @@ class AgentsNetTask(Task):
     # -- generation ----------------------------------------------------------------------------
     def generate(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
                  rounds: int | None = None, cot: bool = True, byzantine: str = "none",
-                 byzantine_count: int | None = None, parser: str = "strict", **extra: Any) -> Instance:
+                 byzantine_count: int | None = None, parser: str = "strict", topology: Any = None,
+                 **extra: Any) -> Instance:
         self.validate_options(agents, k, mode, seed, graph=graph, rounds=rounds, cot=cot, byzantine=byzantine,
-                              byzantine_count=byzantine_count, parser=parser, **extra)
-        assert graph is not None  # validate_options refused None
-        g = generate_graph(graph, agents, seed)
+                              byzantine_count=byzantine_count, parser=parser, topology=topology, **extra)
+        settings = topology_settings(topology)
+        if settings.restricted:  # the run's communication graph, with names drawn as for a graph model
+            graph = settings.kind
+            g = AgentGraph(model=graph, names=sample_names(agents, graph_rng(f"topology:{graph}", agents, seed)),
+                           edges=restricted_edges(settings, agents, seed))
+        else:
+            assert graph is not None  # validate_options refused None
+            g = generate_graph(graph, agents, seed)
         diameter = g.diameter()
         degrees = g.degrees()
         budget = int(rounds) if rounds is not None else round_budget(self.is_global, agents, diameter)
@@ -132,15 +157,10 @@ class AgentsNetTask(Task):
                 "byzantine_agents": sorted(adversaries)}
         return Instance(task=self.name, params=params, inputs=inputs, expected=[None] * agents, meta=meta)
 
-    def agent_graph(self, instance: Instance) -> Any:
-        """The generated graph, nodes 0..n-1 in agent order (the instance lists names and named edges)."""
-        import networkx as nx
-
+    def graph_edges(self, instance: Instance) -> list[tuple[int, int]]:
+        """The instance's graph (its own model, or the restricted topology it was built on)."""
         index = {name: i for i, name in enumerate(instance.meta["names"])}
-        g = nx.Graph()
-        g.add_nodes_from(range(len(index)))
-        g.add_edges_from((index[u], index[v]) for u, v in instance.meta["edges"])
-        return g
+        return [(index[u], index[v]) for u, v in instance.meta["edges"]]
 
     def _adversaries(self, g: AgentGraph, seed: int, setting: str, count: int | None) -> set[int]:
         if setting == "none":

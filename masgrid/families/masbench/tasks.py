@@ -11,6 +11,8 @@ Choices where the paper is silent (documented in docs/tasks/masbench.md as well)
 
 from __future__ import annotations
 
+import itertools
+
 from typing import Any, ClassVar
 
 from masgrid._private.envs.policies import GatherThenSubmit, ScriptedPolicy
@@ -29,6 +31,7 @@ class MasBenchTask(Task):
     conditions = tuple(CONDITIONS)
     default_k = 10  # the largest K of the paper's grid (K in {1, 5, 10})
     ignored_keys = ("graph",)  # AgentsNet's; accepted so one sweep may span families
+    topology_need = "connected"  # every answer may depend on every agent's values; the policy relays
     prompt_key: ClassVar[str]
     #: the most integers one instance holds (agents x k): the generator samples them all
     MAX_TOTAL: ClassVar[int] = 10_000_000
@@ -55,6 +58,13 @@ class MasBenchTask(Task):
 
     def answer_length(self, instance: Instance) -> int:
         return int(instance.params["k"])
+
+    def isolated_answers(self, instance: Instance) -> list[Any]:
+        """The no-communication floor: each agent answers from its own values alone."""
+        return [self.isolated_answer(list(x)) for x in instance.inputs]
+
+    def isolated_answer(self, values: list[int]) -> list[int]:
+        raise NotImplementedError
 
     def phases(self, condition: str) -> int:
         return 2 if CONDITIONS[condition][1] else 1
@@ -116,6 +126,9 @@ class SortingTask(MasBenchTask):
     def expected(self, xs: list[list[int]], sorted_slices: list[list[int]]) -> list[list[int]]:
         return sorted_slices
 
+    def isolated_answer(self, values: list[int]) -> list[int]:
+        return sorted(values)  # right only where its own values already are its block of the union
+
     def global_check(self, instance: Instance, answers: list[Any]) -> bool:
         """CHECK of F.2: every slot has K integers and their concatenation is the sorted union."""
         k = int(instance.params["k"])
@@ -140,6 +153,9 @@ class MaximumTask(MasBenchTask):
     def answer_length(self, instance: Instance) -> int:
         return 1
 
+    def isolated_answer(self, values: list[int]) -> list[int]:
+        return [max(values)]
+
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         return _MaxPolicy(view, protocol, seed)
 
@@ -158,6 +174,9 @@ class PrefixSumTask(MasBenchTask):
                 block.append(running)
             out.append(block)
         return out
+
+    def isolated_answer(self, values: list[int]) -> list[int]:
+        return list(itertools.accumulate(values))  # no offset: right only where the earlier totals are 0
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         return _PrefixPolicy(view, protocol, seed)

@@ -30,7 +30,7 @@ from masgrid._private.envs.policies import ScriptedPolicy
 from masgrid._private.envs.protocols.base import ProtocolOptions
 from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.silo import prompts
-from masgrid.families.silo.isolated import isolated_score
+from masgrid.families.silo.isolated import isolated_answers as shard_answers, isolated_score
 from masgrid.families.silo.spec import SiloData, SiloSpec
 
 ORACLE = re.compile(r"^oracle-(\d+)$")
@@ -53,6 +53,7 @@ class SiloTask(Task):
     scripted_only_conditions = (ISOLATED,)
     generation_keys = ("condition",)
     ignored_keys = ("mode", "graph")
+    topology_need = "connected"  # an answer may need every shard; the scripted policy relays
     spec_cls: ClassVar[type[SiloSpec]]
 
     def __init__(self) -> None:
@@ -177,6 +178,12 @@ class SiloTask(Task):
             "density": transferred / (n * (n - 1)) if n > 1 else None,
             **self.floor_metrics(instance),
         }
+
+    def isolated_answers(self, instance: Instance) -> list[Any] | None:
+        """Each agent's answer from its own shard alone (the floor_* metrics); None for the oracle."""
+        if self.is_oracle(instance):
+            return None
+        return shard_answers(self.spec, self.data_of(instance))
 
     def floor_metrics(self, instance: Instance) -> dict[str, Any]:
         """The isolated baseline on this very instance (None for the single-agent oracle)."""

@@ -30,6 +30,7 @@ from functools import lru_cache
 from math import comb
 from typing import Any
 
+from masgrid._private.envs.topology import distances, neighbor_lists
 from masgrid.families.silo.spec import SiloData, SiloSpec, lcs_ratio, silo_spec
 
 # --------------------------------------------------------------------------------------
@@ -656,22 +657,7 @@ def _add_layer_edges(by_level: list[list[int]], edges: list[tuple[int, int]], ex
 
 
 def _bfs(n_nodes: int, edges: list[tuple[int, int]], source: int) -> list[int]:
-    adj: list[list[int]] = [[] for _ in range(n_nodes)]
-    for u, v in edges:
-        adj[u].append(v)
-        adj[v].append(u)
-    dist = [-1] * n_nodes
-    dist[source] = 0
-    frontier = [source]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for v in adj[u]:
-                if dist[v] < 0:
-                    dist[v] = dist[u] + 1
-                    nxt.append(v)
-        frontier = nxt
-    return dist
+    return distances(neighbor_lists(n_nodes, edges), source)
 
 
 # --------------------------------------------------------------------------------------

@@ -97,6 +97,8 @@ class Protocol(ABC):
     channel_support: ClassVar[bool] = False
     #: the run's unreliable channel (envs/channel.py); None: perfect delivery, nothing drawn
     channel: Channel | None = None
+    #: whether a restricted communication graph (`topology`) limits whom a message reaches
+    graph_aware: ClassVar[bool] = False
 
     def __init__(self, n_agents: int, answer_parser: AnswerParser, options: ProtocolOptions | None = None) -> None:
         if n_agents < 1:

@@ -38,8 +38,10 @@ class BroadcastProtocol(MailboxProtocol):
     def _fan_out(self, agent: int, text: str, out: CommandOutcome | None) -> list[int]:
         """Store `text` for every receiver; `out` None: a harness notice, not counted as a message."""
         # SILO A.5: an agent that submitted receives nothing more (deliver_to_submitted off).
+        # a restricted topology: the sender's neighbours only
         receivers = [j for j in range(self.n_agents)
-                     if j != agent and (self.options.deliver_to_submitted or not self.offline(j))]
+                     if j != agent and self.reachable(agent, j)
+                     and (self.options.deliver_to_submitted or not self.offline(j))]
         if out is None:
             for j in receivers:
                 self.insert(agent, j, text)
@@ -52,7 +54,7 @@ class BroadcastProtocol(MailboxProtocol):
         return ", ".join(
             f"{agent_name(j)}: {'submitted' if self.offline(j) else 'active'}"
             + (" (you)" if j == agent else "")
-            for j in range(self.n_agents)
+            for j in range(self.n_agents) if j == agent or self.reachable(agent, j)
         )
 
     def on_submit(self, agent: int, value: Any, out: CommandOutcome) -> str:

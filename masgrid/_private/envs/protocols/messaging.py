@@ -19,12 +19,16 @@ later, a duplicated one is stored twice, a reordered one goes ahead of the recei
 unread rows that become readable in the same round. Each row then carries the round it is
 readable from (`visible_round`) and every inbox is kept sorted by it, so the readable rows
 stay a prefix of the inbox.
+On a restricted communication graph (`topology`, the instance's neighbour lists) a message
+reaches only the sender's neighbours: p2p refuses any other receiver, broadcast fans out to
+the neighbours only (docs/topology.md). On the complete graph nothing changes.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 from masgrid._private.envs.channel import ChannelNote
 from masgrid._private.envs.harness import CommandOutcome
@@ -46,6 +50,17 @@ class MailboxProtocol(Protocol):
     """Base for substrates where agents pull their unread messages."""
 
     receive_prefix = "from"
+    graph_aware = True
+    #: each agent's neighbours on a restricted graph; None: the complete graph
+    neighbors: list[frozenset[int]] | None = None
+
+    def attach(self, instance: Any) -> None:
+        adj = getattr(instance, "neighbors", None)
+        self.neighbors = None if adj is None else [frozenset(a) for a in adj]
+
+    def reachable(self, sender: int, receiver: int) -> bool:
+        """Whether the graph links `sender` to `receiver` (always, on the complete graph)."""
+        return self.neighbors is None or receiver in self.neighbors[sender]
 
     def reset(self) -> None:
         super().reset()

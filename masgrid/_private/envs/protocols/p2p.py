@@ -33,6 +33,10 @@ class P2PProtocol(MailboxProtocol):
             raise CommandError("empty message; usage: send_message <to_id> <text>")
         if target == agent:
             raise CommandError("cannot send a message to yourself")
+        if not self.reachable(agent, target):  # a restricted topology: nothing is inserted
+            assert self.neighbors is not None
+            mine = ", ".join(agent_name(j) for j in sorted(self.neighbors[agent])) or "none"
+            raise CommandError(f"{agent_name(target)} is not your neighbour; you can send only to: {mine}")
         if self.offline(target):
             # Refused at the harness layer: nothing is inserted (E.3).
             out.extra["refused"] = True

@@ -27,6 +27,8 @@ class Instance(BaseModel):
     inputs: list[Any] = Field(description="local input of agent i at index i")
     expected: list[Any] = Field(description="expected answer of agent i at index i")
     meta: dict[str, Any] = Field(default_factory=dict, description="e.g. inversion rate rho")
+    neighbors: list[list[int]] | None = Field(
+        None, description="agent i's neighbours in the run's communication graph (`topology`); None: complete")
 
     @property
     def n_agents(self) -> int:
@@ -74,6 +76,7 @@ class AgentView(BaseModel):
     local_input: Any
     phase: int = 1
     previous: Any = None  # the agent's own submission of the previous phase (reruns)
+    neighbors: list[int] | None = None  # whom the agent can reach (`topology`); None: every other agent
 
 
 class Task(ABC):
@@ -100,6 +103,11 @@ class Task(ABC):
     #: conditions that are classical baselines, not prompts: only scripted agents run them
     #: (e.g. SILO's `isolated` floor); the config refuses them with a model backend.
     scripted_only_conditions: ClassVar[tuple[str, ...]] = ()
+    #: what the task needs of its communication graph (`topology`, docs/topology.md): "complete"
+    #: (it cannot run on a restricted graph), "connected" (every answer may need every agent's
+    #: data: a connected graph; its scripted policy relays), "any", or "builds" (its generator
+    #: takes `topology` and builds its own graph substrate on it; connected)
+    topology_need: ClassVar[str] = "complete"
 
     def identity_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The family's option block (e.g. `agentsnet:`) as it enters the run identity:
@@ -142,6 +150,7 @@ class Task(ABC):
             local_input=instance.inputs[agent],
             phase=phase,
             previous=previous,
+            neighbors=instance.neighbors[agent] if instance.neighbors is not None else None,
         )
 
     # -- a run's structure -----------------------------------------------------------------
@@ -190,12 +199,6 @@ class Task(ABC):
     @abstractmethod
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy: ...
 
-    def agent_graph(self, instance: Instance) -> Any:
-        """The instance's communication graph as an undirected networkx.Graph on the agent
-        ids 0..n-1, or None when the task has none (every agent may reach every other).
-        Mixed-model teams place members by its degrees (platform/team.py)."""
-        return None
-
     def scoring_model(self, **extra: Any) -> ScoringModel | None:
         """A model the scorer needs, from the generator's keywords; the driver then calls
         `score(instance, answers, ask=...)` with a blocking `ask(prompt) -> reply`. None
@@ -205,6 +208,22 @@ class Task(ABC):
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         """Task-family metrics from the score and token usage; the platform adds common ones."""
         return {}
+
+    def graph_edges(self, instance: Instance) -> list[tuple[int, int]] | None:
+        """The task's own communication graph on the complete `topology` (agent ids), when its
+        generator builds one (AgentsNet's graph models); None: no graph of its own."""
+        return None
+
+    def isolated_answers(self, instance: Instance) -> list[Any] | None:
+        """What each agent would submit from its own input alone, without any message (the
+        no-communication floor); None: the task defines no such baseline."""
+        return None
+
+    def no_communication_floor(self, instance: Instance) -> bool | None:
+        """Whether `isolated_answers` solve this instance (the runs column comm_floor_success);
+        None when the task defines no isolated answers or has no answer key."""
+        answers = self.isolated_answers(instance)
+        return None if answers is None else self.score(instance, answers).success
 
     def config_columns(self, **extra: Any) -> dict[str, Any]:
         """Run columns that follow from the configuration alone (the family options in `extra`),

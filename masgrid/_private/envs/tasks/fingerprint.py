@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from masgrid._private.envs.protocols import make_protocol, PROTOCOLS
 from masgrid._private.envs.tasks.base import Instance, Task
+from masgrid._private.envs.topology import system_prompt
 
 
 def _opening(task: Task, instance: Instance, protocol: str, condition: str) -> dict[int, list[str]]:
@@ -38,7 +39,7 @@ def prompt_texts(task: Task, instance: Instance, protocol: str, condition: str) 
     for phase in range(1, task.phase_count(instance, condition) + 1):
         for agent in range(instance.n_agents):
             previous = instance.expected[agent] if phase > 1 else None
-            yield task.build_prompt(task.view(instance, agent, phase=phase, previous=previous), protocol, condition)
+            yield system_prompt(task, task.view(instance, agent, phase=phase, previous=previous), protocol, condition)
     yield task.round_notice(protocol, condition) or ""
     for _agent, messages in sorted(_opening(task, instance, protocol, condition).items()):
         yield from messages
@@ -51,7 +52,7 @@ def first_messages(task: Task, instance: Instance, protocol: str, condition: str
     opening = _opening(task, instance, protocol, condition)
     best: list[dict[str, str]] = []
     for agent in range(instance.n_agents):
-        system = task.build_prompt(task.view(instance, agent, phase=1, previous=None), protocol, condition)
+        system = system_prompt(task, task.view(instance, agent, phase=1, previous=None), protocol, condition)
         messages = [{"role": "system", "content": system}]
         messages += [{"role": "user", "content": text} for text in opening.get(agent, [])]
         if sum(len(m["content"]) for m in messages) > sum(len(m["content"]) for m in best):
