@@ -257,3 +257,16 @@ def test_a_protocol_without_channel_support_is_refused(monkeypatch: pytest.Monke
     RunConfig.from_mapping({"protocol": "kv"})  # no rate: fine
     with pytest.raises(ConfigError, match="protocol kv does not route its messages through the channel"):
         RunConfig.from_mapping({"protocol": "kv", "channel": {"loss": 0.1}})
+
+
+@pytest.mark.parametrize("protocol", ["p2p", "broadcast"])
+def test_the_channel_on_a_restricted_graph_carries_only_neighbour_messages(tmp_path: Path, protocol: str) -> None:
+    """channel x topology: every channel message goes to a neighbour on the recorded ring, and
+    its outcome is still the documented draw (the draw names no graph)."""
+    block = {"loss": 0.2, "delay": 0.3, "duplicate": 0.2}
+    row, events = run(tmp_path, block, task="sorting", protocol=protocol, agents=6, k=2, seed=11, max_rounds=40,
+                      topology={"kind": "ring"})
+    edges = {tuple(e) for e in json.loads(row["topology_edges"])}
+    assert row["topology"] == "ring" and len(edges) == 6
+    messages = check_against_draw(row, events, block, 11, on_time=0)
+    assert messages and all(tuple(sorted((m["sender"], m["to"]))) in edges for m in messages)
