@@ -1,4 +1,4 @@
-"""Library code logs; the CLI shows INFO on stdout and problems on stderr, bare messages."""
+"""Library code logs; the CLI shows its records on stderr as bare messages, stdout stays the answer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from masgrid._private.platform.console_log import _ConsoleHandler, configure_cli_logging
 
 
-def test_info_goes_to_stdout_and_warnings_to_stderr_once(capsys):
+def test_records_go_to_stderr_once_and_stdout_stays_clean(capsys):
     configure_cli_logging()
     configure_cli_logging()  # idempotent: one handler, so one copy of each line
     assert sum(isinstance(h, _ConsoleHandler) for h in logging.getLogger("masgrid").handlers) == 1
@@ -17,7 +17,7 @@ def test_info_goes_to_stdout_and_warnings_to_stderr_once(capsys):
     logging.getLogger("masgrid._private.platform.recorder").warning("masgrid: set aside x")
     logging.getLogger("masgrid.anything").debug("hidden")
     out, err = capsys.readouterr()
-    assert out == "note 1\n" and err == "masgrid: set aside x\n"
+    assert out == "" and err == "note 1\nmasgrid: set aside x\n"
 
 
 def test_a_library_import_prints_nothing_without_the_cli():

@@ -1,9 +1,10 @@
 """Where library log records go when masgrid runs as a command.
 
 Library code only logs (`logging.getLogger(__name__)`, all under the `masgrid` logger); the
-CLI decides to show them: progress notes (INFO) on stdout, where `ray job submit` logs and
-terminals show them, problems (WARNING and above) on stderr, each as its bare message. A
-notebook that wants the same calls `configure_cli_logging()` or sets up logging its own way.
+CLI decides to show them: progress notes (INFO) and problems alike on stderr, each as its
+bare message, so stdout carries only what a command answers (`masgrid model tiny`'s JSON,
+tables) and can be piped; terminals and `ray job submit` logs show both streams. A notebook
+that wants the same calls `configure_cli_logging()` or sets up logging its own way.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import sys
 
 
 class _ConsoleHandler(logging.Handler):
-    """Writes to the streams current at emit time (pytest's capture, a redirected stdout)."""
+    """Writes to the stderr current at emit time (pytest's capture, a redirected stream)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            stream = sys.stdout if record.levelno < logging.WARNING else sys.stderr
+            stream = sys.stderr
             stream.write(self.format(record) + "\n")
             stream.flush()
         except Exception:  # noqa: BLE001 - logging must never take the command down
