@@ -317,3 +317,42 @@ def test_placement_by_position_reads_the_topology():
         assert spoke.team_resolved.agents[0] == "standin"
     with pytest.raises(ConfigError, match="by_degree"):
         RunConfig.from_mapping({**base, "team": {**base["team"], "placement": "by_degree"}})
+
+
+def test_a_team_endpoint_lost_mid_run_interrupts_the_run_not_its_member(tmp_path, ray_session):
+    """Two endpoints; one stops listening after its first agent call: the run ends interrupted,
+    naming that endpoint, and is not judged as the member's model failures; a second run of
+    the same sweep that calls it is not started."""
+    import threading
+
+    good = ChatServer(lambda body: Reply(text="thinking"), models=("good",))
+    state = {"calls": 0}
+
+    def vanish(body: dict) -> Reply:
+        if body.get("max_tokens") == 1:  # preflight's probe
+            return Reply(text="ok")
+        state["calls"] += 1
+        if state["calls"] == 1:  # the engine dies: it stops listening for good
+            threading.Thread(target=lambda: (gone.httpd.shutdown(), gone.httpd.server_close()), daemon=True).start()
+        return Reply(status=500, text="dying")
+
+    gone = ChatServer(vanish, models=("gone",))
+    with good:
+        gone.__enter__()
+        presets = {"good": {"preset": "local_vllm", "name": "good", "base_url": good.base_url, "max_retries": 0},
+                   "gone": {"preset": "local_vllm", "name": "gone", "base_url": gone.base_url, "max_retries": 0}}
+        data = {"task": "sorting", "protocol": "broadcast", "agents": 6, "k": 1, "max_rounds": 6, "seed": 5,
+                "backend": "openai", "results_dir": str(tmp_path),
+                "team": {"models": ["good", "gone"] + ["scripted"] * 4, "presets": presets}}
+        cfgs = [RunConfig.from_mapping({**data, "seed": seed}) for seed in (5, 6)]
+        preflight(cfgs)
+        from masgrid._private.platform.launch import run_many
+
+        with pytest.raises(Exception, match="stopped answering") as lost:
+            run_many(cfgs, max_concurrent=1)
+    assert gone.base_url.rstrip("/") in str(lost.value)
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert len(runs) == 1  # the second run, which calls the lost endpoint too, was held
+    run = runs.iloc[0]
+    assert run["status"] == "failed" and run["error_class"] == "interrupted"
+    assert "stopped answering" in run["error"] and gone.base_url.rstrip("/") in run["error"]

@@ -68,6 +68,8 @@ class RunSummary(BaseModel):
     results_dir: str = ""
     #: the run was interrupted because its model endpoint stopped answering: what the probe found
     engine_lost: str | None = None
+    #: ... and which endpoint (engine_alive.endpoint_name): a team's run has several
+    engine_lost_endpoint: str | None = None
 
 
 @dataclass
@@ -361,6 +363,7 @@ class RunDriver:
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None
         engine_lost: str | None = None
+        engine_lost_endpoint: str | None = None
         # Clearing a previous attempt's files overlaps with starting the components; the
         # recorder runs this caller's calls in order, so it precedes every write of this run.
         begun = asyncio.ensure_future(self.recorder.call("begin_run", run_id, partition))
@@ -382,7 +385,7 @@ class RunDriver:
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded, never lost
             status, error, error_class = "failed", f"{type(exc).__name__}: {exc}", classify_failure(exc)
             if isinstance(exc, EngineLost):
-                engine_lost = exc.problem or str(exc)
+                engine_lost, engine_lost_endpoint = exc.problem or str(exc), exc.endpoint
             tb = traceback.format_exc(limit=8)
             error = error if len(tb) > 4000 else f"{error}\n{tb}"
         finally:
@@ -405,7 +408,7 @@ class RunDriver:
                           te_phase2=run_row.get("te_phase2"), cr_phase2=run_row.get("cr_phase2"),
                           model_calls=run_row.get("model_calls"),
                           model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir,
-                          engine_lost=engine_lost)
+                          engine_lost=engine_lost, engine_lost_endpoint=engine_lost_endpoint)
 
     # -- components ------------------------------------------------------------------------
     async def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:
@@ -516,8 +519,7 @@ class RunDriver:
         # ... and routes its messages itself: through the run's channel, one for all phases (docs/channel.md)
         channel = make_channel(cfg.channel, cfg.seed) if task.schedule == "asynchronous" else None
         submissions: list[Any] = [None] * cfg.agents
-        watched = watched_endpoint(cfg)
-        watch = EngineWatch(watched or cfg.model, cfg.preflight and watched is not None)
+        watch = EngineWatch(watched_endpoints(cfg), cfg.preflight)
         for phase in range(1, n_phases + 1):
             setups = {}
             for i in range(cfg.agents):
@@ -755,20 +757,19 @@ def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
     seconds): an endpoint that no longer answers was lost mid-run (an engine killed, a Serve
     app gone), and the run is interrupted - re-run on resume - never the agents' model
     failures. Without preflight nothing says it ever answered: the calls stay the model's
-    failures (status degraded or invalid)."""
-    watched = watched_endpoint(cfg)
-    if not cfg.preflight or watched is None or not LOST_CLASSES & set(error_classes):
+    failures (status degraded or invalid). A team's run checks each of its endpoints."""
+    watched = watched_endpoints(cfg)
+    if not cfg.preflight or not watched or not LOST_CLASSES & set(error_classes):
         return
     from masgrid._private.platform.engine_alive import endpoint_problem
 
-    problem = endpoint_problem(watched)
-    if problem is not None:
-        raise lost(watched, problem, sum(error_classes.values()))
+    for settings in watched:
+        problem = endpoint_problem(settings)
+        if problem is not None:
+            raise lost(settings, problem, sum(error_classes.values()))
 
 
-def watched_endpoint(cfg: RunConfig) -> Any:
-    """The endpoint whose loss ends the run (EngineWatch, check_engine_kept): the run's one
-    endpoint; None for scripted agents and for a team with several endpoints, whose failed
-    calls stay each member's model failures (docs/team.md)."""
-    endpoints = cfg.agent_endpoints()
-    return endpoints[0] if len(endpoints) == 1 else None
+def watched_endpoints(cfg: RunConfig) -> list[Any]:
+    """The endpoints whose loss ends the run (EngineWatch, check_engine_kept): every distinct
+    endpoint its model agents call (a team may have several); none for scripted agents."""
+    return list(cfg.agent_endpoints())

@@ -54,14 +54,17 @@ def endpoint_name(settings: BackendSettings) -> str:
 
 class EngineWatch:
     """One run's check, between rounds, that failed calls are not a lost endpoint: a call that
-    failed in one of LOST_CLASSES has the endpoint probed (in a thread, at most every
-    `every_s`), and a probe that finds it gone ends the run at once (EngineLost), instead of
-    letting every later call fail, be retried and be counted as the agents' model failures.
-    `enabled` is false where nothing says the endpoint ever answered (no preflight) or there
-    is none (scripted)."""
+    failed in one of LOST_CLASSES has the run's endpoints probed (in threads, at once, at most
+    every `every_s`), and a probe that finds one gone ends the run at once (EngineLost, naming
+    it), instead of letting every later call fail, be retried and be counted as the agents'
+    model failures. A mixed-model team has several endpoints; each is probed. `enabled` is
+    false where nothing says the endpoints ever answered (no preflight) or there are none
+    (scripted)."""
 
-    def __init__(self, settings: BackendSettings, enabled: bool, every_s: float = CHECK_EVERY_S) -> None:
-        self.settings, self.enabled, self.every_s = settings, enabled, every_s
+    def __init__(self, endpoints: BackendSettings | list[BackendSettings], enabled: bool,
+                 every_s: float = CHECK_EVERY_S) -> None:
+        self.endpoints = endpoints if isinstance(endpoints, list) else [endpoints]
+        self.enabled, self.every_s = enabled and bool(self.endpoints), every_s
         self.failed = 0
         self.last_probe = -float("inf")
 
@@ -71,10 +74,11 @@ class EngineWatch:
         if not self.enabled or not lost_now or time.monotonic() - self.last_probe < self.every_s:
             return
         self.last_probe = time.monotonic()
-        problem = await asyncio.to_thread(endpoint_problem, self.settings)
-        if problem is not None:
-            log.info("model endpoint %s lost: %s", endpoint_name(self.settings), problem)
-            raise lost(self.settings, problem, self.failed)
+        problems = await asyncio.gather(*(asyncio.to_thread(endpoint_problem, s) for s in self.endpoints))
+        for settings, problem in zip(self.endpoints, problems):
+            if problem is not None:
+                log.info("model endpoint %s lost: %s", endpoint_name(settings), problem)
+                raise lost(settings, problem, self.failed)
 
 
 def endpoint_problem(settings: BackendSettings) -> str | None:

@@ -373,7 +373,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
         while (queue and stopped is None) or in_flight:
             while queue and stopped is None and len(in_flight) < max_concurrent:
                 idx, cfg = queue.pop(0)
-                if lost and _endpoint(cfg) in lost:
+                if lost and lost.keys() & set(_endpoints(cfg)):
                     held.append(idx)
                     continue
                 if cfg.results_dir not in recorders:
@@ -414,7 +414,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                                          results_dir=cfg.results_dir)
                 summary.attempts = attempts[idx]
                 if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
-                    endpoint = _endpoint(cfg) or "?"
+                    endpoint = summary.engine_lost_endpoint or next(iter(_endpoints(cfg)), "?")
                     if endpoint not in lost:
                         log.error("model endpoint %s lost (%s): no more runs against it are started", endpoint,
                                   summary.engine_lost)
@@ -448,17 +448,18 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     return [r for r in results if r is not None]
 
 
-def _endpoint(cfg: RunConfig) -> str | None:
-    """The model endpoint a run calls (engine_alive.endpoint_name); None for scripted agents."""
-    endpoints = cfg.agent_endpoints()
-    if len(endpoints) != 1:  # scripted agents, or a team with several endpoints
-        return None
+def _endpoints(cfg: RunConfig) -> list[str]:
+    """The model endpoints a run calls (engine_alive.endpoint_name): none for scripted agents,
+    several for a mixed-model team; a run is held once any of them was found lost."""
     from masgrid._private.platform.engine_alive import endpoint_name
 
-    try:
-        return endpoint_name(endpoints[0])
-    except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
-        return None
+    names = []
+    for settings in cfg.agent_endpoints():
+        try:
+            names.append(endpoint_name(settings))
+        except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
+            continue
+    return names
 
 
 def engine_lost_error(lost: dict[str, str], cfgs: list[RunConfig], results: list[RunSummary | None],
