@@ -31,7 +31,7 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
     if not path.is_dir() or not any(path.rglob("part-*.parquet")):
         return pd.DataFrame()
     try:
-        df = pd.read_parquet(path)
+        df = _read_all_columns(path)
     except Exception:
         # a footer that reads back can still hide damaged data pages: then read this table's files whole
         if not (check_results(results_dir) or check_results(results_dir, deep=True, tables=(table,))):
@@ -41,6 +41,23 @@ def read_table(results_dir: str | Path, table: str) -> pd.DataFrame:
         if key in df.columns:
             df[key] = df[key].astype(str)
     return df
+
+
+def _read_all_columns(path: Path) -> pd.DataFrame:
+    """The table with the union of every file's columns. A results_dir filled across masgrid
+    versions (or families) holds files with more columns than older ones; pandas' reader
+    takes the first file's schema and would silently drop the newer columns. Older files read
+    as null where they lack a column; a column whose type widened is promoted."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    factory = ds.FileSystemDatasetFactory(
+        pafs.LocalFileSystem(), pafs.FileSelector(str(path), recursive=True), ds.ParquetFileFormat(),
+        ds.FileSystemFactoryOptions(partitioning=ds.HivePartitioning.discover(infer_dictionary=False),
+                                    selector_ignore_prefixes=[".", "_"]))
+    schema = factory.inspect(promote_options="permissive", fragments=None)  # None: every file
+    table = factory.finish(schema).to_table()
+    return table.to_pandas()
 
 
 def load_results(results_dir: str | Path, completed_only: bool = True) -> Results:
