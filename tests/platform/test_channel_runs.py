@@ -134,15 +134,3 @@ def test_no_channel_section_without_channel_runs(tmp_path: Path) -> None:
     build_report(tmp_path)
     assert not (tmp_path / "report" / "channel.md").exists()
     assert "Channel" not in (tmp_path / "report" / "README.md").read_text()
-
-
-def test_wilson_interval_against_the_score_formula() -> None:
-    from statsmodels.stats.proportion import proportion_confint
-
-    from masgrid._private.analysis.channel import wilson_interval
-
-    for n in range(1, 30):
-        for k in range(n + 1):
-            low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
-            got = wilson_interval(k, n)
-            assert got[0] == pytest.approx(min(low, k / n), abs=1e-9) and got[1] == pytest.approx(max(high, k / n), abs=1e-9)

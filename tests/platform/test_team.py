@@ -265,8 +265,8 @@ def test_preflight_names_the_failing_member_endpoint(tmp_path):
 def test_team_tables_equal_an_independent_count():
     from scipy.stats import binomtest
 
-    from masgrid._private.analysis.teams import by_composition, by_strong_degree, team_runs, wilson, \
-        write_teams_section
+    from masgrid._private.analysis.dispersion import wilson
+    from masgrid._private.analysis.teams import by_composition, by_strong_degree, team_runs, write_teams_section
 
     rng = np.random.default_rng(3)
     n = 300

@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from masgrid._private.analysis.dispersion import wilson
 from masgrid._private.analysis.markdown import write_table
 from masgrid._private.analysis.usable_runs import exclusion_note, usable
 from masgrid.family import family_of
@@ -31,21 +32,10 @@ COLUMNS = [*GROUP, "loss", "runs", "successes", "success_rate", "ci_low", "ci_hi
            "messages", "lost_share"]
 #: colour-blind-safe qualitative palette (Okabe & Ito 2008), as the families' figures use
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-Z95 = 1.959963984540054
 
 
 def has_channel_runs(runs: pd.DataFrame) -> bool:
     return "channel_loss" in runs.columns and bool(runs["channel_loss"].notna().any())
-
-
-def wilson_interval(k: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of k successes in n runs (NaN, NaN when n = 0)."""
-    if n == 0:
-        return math.nan, math.nan
-    p = k / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def loss_points(runs: pd.DataFrame) -> pd.DataFrame:
@@ -63,7 +53,7 @@ def loss_points(runs: pd.DataFrame) -> pd.DataFrame:
     for key, part in data.groupby([*GROUP, "channel_loss"], sort=True, dropna=False):
         scored = part["success"].dropna().astype(bool)
         k, n = int(scored.sum()), len(scored)
-        low, high = wilson_interval(k, n)
+        low, high = wilson(k, n)
         headline = _headline(str(key[0]))
         values = pd.to_numeric(part[headline], errors="coerce") if headline in part else pd.Series(dtype=float)
         counted = pd.to_numeric(part["channel_sent"], errors="coerce")

@@ -1,11 +1,27 @@
 """Mean, sample SD and n over runs: the one helper behind every "mean with its spread" cell
 of the MAS-Bench tables and figures, so that all of them compute the spread the same way
-(sample SD with ddof = 1, NaN for a single run; runs without a value are not counted)."""
+(sample SD with ddof = 1, NaN for a single run; runs without a value are not counted).
+`wilson` is the one interval of a success rate that the core report sections and the
+adaptive stopping rule share."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (statsmodels' proportion_confint), so every table
+    and stopping decision uses the same bounds; (NaN, NaN) for no runs."""
+    if n == 0:
+        return math.nan, math.nan
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(int(successes), int(n), alpha=1 - confidence, method="wilson")
+    rate = successes / n  # the interval contains it; rounding can leave 5e-17 above 0 at k = 0
+    return min(float(low), rate), max(float(high), rate)
 
 
 def mean_sd_n(runs: pd.DataFrame, keys: list[str], column: str, scale: float = 1.0,

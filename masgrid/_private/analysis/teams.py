@@ -16,23 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from masgrid._private.analysis.dispersion import wilson
 from masgrid._private.analysis.markdown import write_table
 from masgrid._private.analysis.usable_runs import exclusion_note, usable
 
 log = logging.getLogger(__name__)
-#: normal quantile of a two-sided 95 % interval
-Z95 = 1.959963984540054
 KEYS = ["task", "team_composition", "team_strong", "team_placement"]
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (NaN, NaN for n = 0)."""
-    if n == 0:
-        return math.nan, math.nan
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def team_runs(runs: pd.DataFrame) -> pd.DataFrame:

@@ -16,22 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from masgrid._private.analysis.dispersion import wilson
 from masgrid._private.analysis.markdown import write_table
 from masgrid._private.envs.topology import KINDS
 
-Z95 = 1.959963984540054
 COLUMNS = ["runs", "success %", "CI low %", "CI high %", "floor %", "floor runs", "success - floor (pp)",
            "diameter", "mean degree", "rounds", "messages"]
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (NaN, NaN for n = 0)."""
-    if n == 0:
-        return math.nan, math.nan
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def has_restricted(runs: pd.DataFrame) -> bool:

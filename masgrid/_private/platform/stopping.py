@@ -44,11 +44,11 @@ def interval(values: Sequence[float], binary: bool, confidence: float) -> tuple[
     if n == 0:
         return math.nan, math.nan, math.nan
     if binary:
-        from statsmodels.stats.proportion import proportion_confint
+        from masgrid._private.analysis.dispersion import wilson
 
         k = int(sum(bool(v) for v in values))
-        low, high = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
-        return k / n, float(low), float(high)
+        low, high = wilson(k, n, confidence)
+        return k / n, low, high
     mean = float(sum(values)) / n
     if n < 2:
         return mean, math.nan, math.nan
