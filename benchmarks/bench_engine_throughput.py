@@ -8,21 +8,33 @@ measured side by side in one process, alternating (bench, masgrid, bench, masgri
 - the engine's limit: vLLM's own serving benchmark (`vllm.benchmarks.serve`, run in a
   subprocess) on the same workload shape as masgrid's calls - the same number of requests,
   mean prompt length, completion length (the random model always writes max_tokens), shared
-  prefix (from masgrid's cached-token share) and concurrency;
+  prefix (from masgrid's cached-token share) and concurrency (the most calls masgrid's side
+  can have in flight: 100 for AgentsNet, one per run in flight for SIMAS);
 - masgrid: a sweep against the same server with `backend=openai`, `http_client=lean`;
   tokens/s = completion tokens of all calls / span (first call sent to last reply, from the
   events' call_started + latency_s), so Ray start-up and recording are not counted.
 
-Workloads: AgentsNet coloring with N = 100 agents (100 calls in flight per round), and a
-SIMAS sweep of n = 8 groups (sequential turns; C runs in flight, each a growing shared
-prefix). Reported: medians over --repeat pairs, the ratio masgrid/engine, the prefix-cache
-hit rate of both (masgrid's from the recorded cached_tokens; the bench's from /metrics).
+masgrid runs as a researcher's second and later sweeps of a session do (`--warm`, the
+default): joined to a `masgrid up` head of the benchmark's own (a private Ray temp dir), with
+the warm drivers and hosts an unmeasured first sweep of the same workload left. `--cold`
+measures each sweep on a fresh local Ray instead, whose worker processes start (two at a
+time, about 1.5 CPU s each) inside the measured span.
+
+Workloads: AgentsNet coloring with N = 100 agents (100 calls in flight per round), and
+SIMAS sweeps of n = 8 groups (sequential turns; C runs in flight, each a growing shared
+prefix, `--simas-waves` runs per slot), for each C of `--simas-in-flight`. Reported: medians
+over --repeat pairs, the ratio masgrid/engine, the prefix-cache hit rate of both (masgrid's
+from the recorded cached_tokens; the bench's from /metrics), and CPU milliseconds per call
+of each side by process group (masgrid's Ray workers, the engine's processes, the bench
+client), read from /proc over each side's measured interval: what limits a side on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,10 +43,13 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_simas_sweep import start_head, stop_head  # noqa: E402
 from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
 from masgrid._private.platform.config import RunConfig  # noqa: E402
 from masgrid._private.platform.launch import ensure_ray, run_many  # noqa: E402
@@ -50,26 +65,67 @@ print("RESULT " + json.dumps({k: v for k, v in result.items() if isinstance(v, (
 """
 
 
-def workloads(base_url: str, max_tokens: int, results: Path,
-              simas_in_flight: int = 8) -> dict[str, tuple[list[RunConfig], int]]:
+def process_group(cmdline: list[str], name: str) -> str | None:
+    """Which side a process belongs to (None: neither): masgrid's Ray workers, the engine, the bench client."""
+    text = " ".join(cmdline) or name
+    if text.startswith("VLLM::") or "vllm.entrypoints.openai.api_server" in text:
+        return "engine"
+    if "vllm.benchmarks.serve" in text:
+        return "bench client"
+    if text.startswith("ray::"):
+        return "masgrid (Ray workers)"
+    if "bench_engine_throughput" in text:
+        return "masgrid (this process)"
+    if "gcs_server" in text or "raylet" in text:
+        return "ray (gcs, raylet)"
+    return None
+
+
+def cpu_snapshot() -> dict[int, tuple[str, float]]:
+    out: dict[int, tuple[str, float]] = {}
+    for p in psutil.process_iter(["name", "cmdline", "cpu_times"]):
+        try:
+            group = process_group(p.info["cmdline"] or [], p.info["name"] or "")
+            if group is not None:
+                t = p.info["cpu_times"]
+                out[p.pid] = (group, t.user + t.system)
+        except (psutil.Error, TypeError):
+            continue
+    return out
+
+
+def cpu_between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per group between two snapshots (a process started in between counts whole)."""
+    out: dict[str, float] = {}
+    for pid, (group, cpu) in after.items():
+        out[group] = out.get(group, 0.0) + cpu - before.get(pid, (group, 0.0))[1]
+    return out
+
+
+def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: list[int],
+              simas_waves: int, simas_components: str) -> dict[str, tuple[list[RunConfig], int]]:
     model = {"name": "tiny", "base_url": base_url, "max_tokens": max_tokens, "max_retries": 0, "timeout_s": 300.0,
              "http_client": "lean"}
-    agentsnet = [RunConfig.from_mapping({
+    out: dict[str, tuple[list[RunConfig], int]] = {"agentsnet N=100": ([RunConfig.from_mapping({
         "task": "agentsnet/coloring", "protocol": "local", "agents": 100, "graph": "ws", "seed": 0,
         "agentsnet": {"rounds": 3}, "backend": "openai", "model": model, "results_dir": str(results / "agentsnet"),
-        "preflight": False})]
-    simas = [RunConfig.from_mapping({
-        "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": seed, "backend": "openai",
-        "model": model, "results_dir": str(results / "simas"), "preflight": False,
-        "simas": {"rounds": 2, "profiles": "pool", "subject": "college_physics", "question": q}})
-        for seed in range(max(2, simas_in_flight // 4)) for q in range(4)]
-    return {"agentsnet N=100": (agentsnet, 1),
-            f"simas n=8 ({simas_in_flight} runs in flight)": (simas, simas_in_flight)}
+        "preflight": False})], 100)}
+    for c in simas_in_flight:
+        runs = c * simas_waves
+        out[f"simas n=8 ({c} runs in flight)"] = ([RunConfig.from_mapping({
+            "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": k // 10, "backend": "openai",
+            "model": model, "results_dir": str(results / "simas"), "preflight": False,
+            "execution": {"components": simas_components},
+            "simas": {"rounds": 2, "profiles": "pool", "subject": "college_physics", "question": k % 10}})
+            for k in range(runs)], c)
+    return out
 
 
-def masgrid_side(cfgs: list[RunConfig], concurrent: int) -> dict[str, float]:
+def masgrid_side(cfgs: list[RunConfig], concurrent: int, warm: bool) -> dict[str, float]:
     results = Path(cfgs[0].results_dir)
-    run_many(cfgs, max_concurrent=concurrent)
+    before = cpu_snapshot()
+    run_many(cfgs, max_concurrent=concurrent, keep_warm=warm)
+    cpu = cpu_between(before, cpu_snapshot())
     ids = {c.run_id for c in cfgs}
     events = pd.read_parquet(results / "events")
     calls = events[(events["kind"] == "model_call") & events["run_id"].isin(ids)]
@@ -78,7 +134,8 @@ def masgrid_side(cfgs: list[RunConfig], concurrent: int) -> dict[str, float]:
     prompt, cached = calls["tokens_in"], calls["tokens_cached"].fillna(0)
     return {"calls": len(calls), "span_s": end - start, "out_tok_s": calls["tokens_out"].sum() / (end - start),
             "mean_prompt": prompt.mean(), "cache_hit": cached.sum() / prompt.sum(),
-            "errors": int(calls["error"].notna().sum())}
+            "errors": int(calls["error"].notna().sum()),
+            "cpu_ms_per_call": {g: round(1000 * s / len(calls), 2) for g, s in sorted(cpu.items())}}
 
 
 def engine_side(base_url: str, model_dir: Path, shape: dict[str, float], max_tokens: int, concurrency: int,
@@ -89,15 +146,23 @@ def engine_side(base_url: str, model_dir: Path, shape: dict[str, float], max_tok
             "--random-input-len", str(max(1, int(shape["mean_prompt"]) - prefix)), "--random-prefix-len", str(prefix),
             "--random-output-len", str(max_tokens), "--ignore-eos", "--num-prompts", str(int(shape["calls"])),
             "--max-concurrency", str(concurrency), "--disable-tqdm", "--seed", "0"]
-    before = engine.counters()
+    before, cpu0, kids0 = engine.counters(), cpu_snapshot(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", BENCH, *args], capture_output=True, text=True, check=True)
-    after = engine.counters()
+    after, cpu = engine.counters(), cpu_between(cpu0, cpu_snapshot())
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # the bench client, reaped by now
+    cpu["bench client"] = kids.ru_utime + kids.ru_stime - kids0.ru_utime - kids0.ru_stime
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line.removeprefix("RESULT "))
     queries = after["prefix_cache_queries_total"] - before["prefix_cache_queries_total"]
     hits = after["prefix_cache_hits_total"] - before["prefix_cache_hits_total"]
+    calls = max(1, int(shape["calls"]))
     return {"out_tok_s": result["output_throughput"], "failed": result["failed"],
-            "cache_hit": hits / queries if queries else 0.0}
+            "cache_hit": hits / queries if queries else 0.0,
+            "cpu_ms_per_call": {g: round(1000 * s / calls, 2) for g, s in sorted(cpu.items())}}
+
+
+def fresh(cfgs: list[RunConfig], results_dir: Path) -> list[RunConfig]:
+    return [RunConfig.from_mapping({**c.model_dump(mode="json"), "results_dir": str(results_dir)}) for c in cfgs]
 
 
 def main() -> int:
@@ -105,49 +170,78 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--simas-in-flight", type=int, default=8, help="SIMAS runs in flight (sweep.max_concurrent)")
+    parser.add_argument("--simas-in-flight", default="8", help="comma list: SIMAS runs in flight (sweep.max_concurrent)")
+    parser.add_argument("--simas-waves", type=int, default=4, help="SIMAS runs per slot (runs = in flight x waves)")
     parser.add_argument("--only", choices=["agentsnet", "simas"], default=None)
+    parser.add_argument("--simas-components", choices=["actors", "driver"], default="driver",
+                        help="execution.components of the SIMAS runs (driver: no Ray call per turn)")
+    parser.add_argument("--cold", action="store_true", help="a fresh local Ray per sweep side, no warm-up sweep")
+    parser.add_argument("--isolate", action="store_true",
+                        help="the engine on core 0, both clients (masgrid and its Ray, vLLM's bench) on the other cores")
     ns = parser.parse_args()
+    warm = not ns.cold
+    in_flight = [int(c) for c in ns.simas_in_flight.split(",")]
+    head = None
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model_dir = work / "tiny"
         build_tiny_model(model_dir)
-        engine = start_engine(model_dir, work)
+        cores = sorted(os.sched_getaffinity(0))
+        if ns.isolate and len(cores) < 2:
+            raise SystemExit("--isolate needs two cores")
+        engine = start_engine(model_dir, work, cpus={cores[0]} if ns.isolate else None)
+        if ns.isolate:  # everything started from here on (the head, its workers, the bench) inherits this
+            os.sched_setaffinity(0, set(cores[1:]))
         try:
+            if warm:
+                head = start_head()
+                os.environ.update(head)
+                os.environ["RAY_AUTH_MODE"] = "disabled"
             ensure_ray()
-            rows = []
-            for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r",
-                                                      ns.simas_in_flight).items():
+            rows, raw = [], []
+            for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r", in_flight,
+                                                      ns.simas_waves, ns.simas_components).items():
                 if ns.only and not name.startswith(ns.only):
                     continue
+                if warm:  # the warm drivers and hosts a researcher's earlier sweep left
+                    run_many(fresh(cfgs, work / "r" / f"{name[:6]}-warmup-{concurrent}"),
+                             max_concurrent=concurrent, keep_warm=True)
                 pairs = []
                 for i in range(ns.repeat):
-                    repeat = [c.model_copy(update={"results_dir": str(work / "r" / f"{name[:6]}{i}")}) for c in cfgs]
-                    repeat = [RunConfig.from_mapping({**c.model_dump(mode="json"), "results_dir": r.results_dir})
-                              for c, r in zip(cfgs, repeat)]
-                    mine = masgrid_side(repeat, concurrent)
-                    concurrency = 100 if name.startswith("agentsnet") else concurrent
-                    peak = engine_side(engine.base_url, model_dir, mine, ns.max_tokens, concurrency, engine)
+                    mine = masgrid_side(fresh(cfgs, work / "r" / f"{name[:6]}{concurrent}-{i}"), concurrent, warm)
+                    peak = engine_side(engine.base_url, model_dir, mine, ns.max_tokens, concurrent, engine)
                     pairs.append((mine, peak))
+                    raw.append({"workload": name, "repeat": i, "masgrid": mine, "engine": peak})
                     print(name, i, json.dumps({"masgrid": mine, "engine": peak}), flush=True)
                 ratio = statistics.median(m["out_tok_s"] / p["out_tok_s"] for m, p in pairs)
                 rows.append({
                     "workload": name, "calls": int(pairs[0][0]["calls"]),
                     "mean prompt (tokens)": round(statistics.median(m["mean_prompt"] for m, _ in pairs)),
-                    "engine peak out tok/s": round(statistics.median(p["out_tok_s"] for _, p in pairs)),
+                    "engine out tok/s (vLLM bench)": round(statistics.median(p["out_tok_s"] for _, p in pairs)),
                     "masgrid out tok/s": round(statistics.median(m["out_tok_s"] for m, _ in pairs)),
-                    "masgrid / peak": round(ratio, 3),
+                    "masgrid / engine": round(ratio, 3),
                     "cache hit masgrid": round(statistics.median(m["cache_hit"] for m, _ in pairs), 3),
                     "cache hit bench": round(statistics.median(p["cache_hit"] for _, p in pairs), 3),
+                    "masgrid CPU ms/call": round(statistics.median(
+                        sum(v for g, v in m["cpu_ms_per_call"].items() if g.startswith("masgrid")) for m, _ in pairs), 1),
+                    "bench client CPU ms/call": round(statistics.median(
+                        p["cpu_ms_per_call"].get("bench client", 0.0) for _, p in pairs), 1),
                     "failed calls": sum(m["errors"] for m, _ in pairs)})
         finally:
             engine.stop()
+            if head is not None:
+                stop_head(head)
     table = pd.DataFrame(rows).to_markdown(index=False)
     print(table)
     if ns.out:
+        mode = "warm (a private `masgrid up` head, one unmeasured sweep first)" if warm else "cold (fresh Ray)"
         ns.out.write_text(f"# masgrid against a real engine's peak ({time.strftime('%Y-%m-%d')})\n\n"
-                          f"`benchmarks/bench_engine_throughput.py --repeat {ns.repeat} --max-tokens {ns.max_tokens}`, "
-                          "medians of side-by-side pairs on one vLLM CPU engine (tiny model).\n\n" + table + "\n")
+                          f"`benchmarks/bench_engine_throughput.py --repeat {ns.repeat} --max-tokens {ns.max_tokens} "
+                          f"--simas-in-flight {ns.simas_in_flight} --simas-waves {ns.simas_waves} "
+                          f"--simas-components {ns.simas_components}{' --isolate' if ns.isolate else ''}"
+                          f"{' --cold' if not warm else ''}`, medians of side-by-side pairs on one vLLM CPU engine "
+                          f"(tiny model), masgrid {mode}.\n\n" + table + "\n")
+        ns.out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=float) + "\n")
     return 0
 
 

@@ -1,12 +1,41 @@
-"""Shared fixtures: one local Ray instance per test session (2 cores, no dashboard)."""
+"""Shared fixtures: one local Ray instance per test session (2 cores, no dashboard).
+
+Under pytest-xdist (`make test` runs two workers) each worker is a session of its own: it
+gets a Ray temp dir of its own (RAY_TMPDIR, inherited by every `masgrid` subprocess it
+starts), so neither worker's `ray.init` nor `masgrid run` finds or joins the other's
+cluster. Tests that start the real engine or a Ray head share a group (`xdist_group`,
+placed below), so one worker runs them all: one engine per test run, not one per worker.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("MASGRID_TEST_RAY_TMPDIR"):
+    # short: Ray's socket paths live under it (AF_UNIX paths are limited to 107 bytes)
+    os.environ["RAY_TMPDIR"] = os.environ["MASGRID_TEST_RAY_TMPDIR"] = tempfile.mkdtemp(
+        prefix=f"ray-{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
+
+#: the real engine (vLLM's CPU build): its session fixture, and the files that start engines
+#: or Serve LLM deployments of their own; all run on one worker
+ENGINE_FIXTURES = {"vllm_engine"}
+ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py"}
+#: files that start Ray heads (`masgrid up`, several nodes on loopback): one worker, one at a time
+CLUSTER_FILES = {"test_cluster.py", "test_multinode.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = Path(str(item.fspath)).name
+        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) or name in ENGINE_FILES:
+            item.add_marker(pytest.mark.xdist_group("engine"))
+        elif name in CLUSTER_FILES:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
 
 
 @pytest.fixture(scope="session")

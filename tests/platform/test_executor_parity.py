@@ -1,6 +1,7 @@
 """One small run per benchmark family under `execution.executor=ray` (driver and hosts in Ray
-workers, which import only what they are asked for) and `execution.executor=local` (one
-process): the events tables must be identical apart from ids, timestamps and durations.
+workers, which import only what they are asked for), the same with `execution.components=driver`
+(environment and hosts inside the Ray driver) and `execution.executor=local` (one process):
+the events tables must be identical apart from ids, timestamps and durations.
 
 The SIMAS run generates its profiles through a loopback chat server whose first profile
 reply is malformed: both executors must retry it once and use the corrected profiles. Before
@@ -79,22 +80,32 @@ def run_row(cfg: RunConfig) -> dict:
     return pq.read_table(path).to_pylist()[0]
 
 
+#: how a run executes: its components as Ray actors, inside its Ray driver
+#: (`execution.components=driver`), or everything in this process
+EXECUTIONS = {"ray": {"executor": "ray"}, "driver": {"executor": "ray", "components": "driver"},
+              "local": {"executor": "local"}}
+
+
 def both(make: Callable[[str, Path], RunConfig], tmp_path: Path, per_agent: bool = False) -> tuple[dict, dict]:
-    """Run the same config under each executor; assert equal events; return both run rows."""
+    """Run the same config under each execution; assert equal events; return the Ray and local run rows."""
     rows = {}
-    for executor in ("ray", "local"):
+    for executor in EXECUTIONS:
         cfg = make(executor, tmp_path / executor)
         summary = run_one(cfg)
         assert summary.status == "ok", (executor, summary.error)
         rows[executor] = run_row(cfg)
-    ray_events, local_events = (comparable(tmp_path / ex, per_agent) for ex in ("ray", "local"))
-    assert len(local_events) > 0
-    pd.testing.assert_frame_equal(ray_events, local_events)
+    events = {ex: comparable(tmp_path / ex, per_agent) for ex in EXECUTIONS}
+    assert len(events["local"]) > 0
+    pd.testing.assert_frame_equal(events["ray"], events["local"])
+    pd.testing.assert_frame_equal(events["driver"], events["local"])
+    if not per_agent:  # the asynchronous schedule's prompt tokens depend on when messages arrive (above)
+        metrics = [k for k in rows["ray"] if k in ("model_calls", "tokens_in", "tokens_out", "rounds", "success", "sr")]
+        assert {k: rows["driver"][k] for k in metrics} == {k: rows["ray"][k] for k in metrics}
     return rows["ray"], rows["local"]
 
 
 def cfg(results: Path, executor: str, **data: object) -> RunConfig:
-    return RunConfig.from_mapping({"results_dir": str(results), "seed": 2, "execution": {"executor": executor},
+    return RunConfig.from_mapping({"results_dir": str(results), "seed": 2, "execution": EXECUTIONS[executor],
                                    **data})
 
 

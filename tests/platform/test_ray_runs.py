@@ -1,6 +1,8 @@
 """The same runs on real Ray actors: results identical to in-process execution, for any
 packing of agents into actors, and no actor left behind."""
 
+import time
+
 import pandas as pd
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.launch import run_local, run_many, run_one
@@ -68,3 +70,29 @@ def comparable_events_of(path, run_id):
     ev = pd.read_parquet(path / "events", filters=[("run_id", "==", run_id)]).sort_values("seq")
     return ev[["phase", "round", "agent", "kind", "verb", "text", "reply", "tokens_in", "tokens_out",
                "tokens_comm"]].reset_index(drop=True)
+
+
+def test_a_long_lived_process_keeps_a_bounded_number_of_recorders(tmp_path, ray_session):
+    """One recorder per results_dir while it is used, at most RECORDERS_KEPT idle ones after:
+    a process writing to many directories (a notebook, this test session) does not keep an
+    idle process per directory; a stopped directory's recorder is started again when needed."""
+    from masgrid._private.platform import launch
+
+    dirs = [f"many{i}" for i in range(launch.RECORDERS_KEPT + 3)]
+    for sub in dirs:
+        assert run_one(config(tmp_path, sub, agents=2, k=2)).status == "ok"
+    kept = {k.rsplit(":", 1)[-1] for k in launch._RECORDER_KEYS}
+    assert len(launch._RECORDER_KEYS) <= launch.RECORDERS_KEPT
+    assert str((tmp_path / dirs[-1]).resolve()) in kept  # the most recent stays
+    deadline = time.monotonic() + 15
+    while True:  # ray.kill is asynchronous: a stopped recorder's name goes a moment later
+        live = [a["name"] for a in ray_session.util.list_named_actors(all_namespaces=True)
+                if a["name"].startswith("recorder:")]
+        if len(live) <= launch.RECORDERS_KEPT or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert len(live) <= launch.RECORDERS_KEPT, live
+    # the first directory's recorder was stopped; writing there again starts one and resumes nothing twice
+    s = run_one(config(tmp_path, dirs[0], agents=2, k=2, seed=4))
+    assert s.status == "ok"
+    assert len(pd.read_parquet(tmp_path / dirs[0] / "runs")) == 2

@@ -101,10 +101,15 @@ def stop_group(process: subprocess.Popen, timeout_s: float = 20.0) -> None:
     process.wait(timeout=10)
 
 
-def start_engine(model_dir: Path, workdir: Path, *extra: str, port: int | None = None) -> Engine:
+def start_engine(model_dir: Path, workdir: Path, *extra: str, port: int | None = None,
+                 cpus: set[int] | None = None) -> Engine:
     """Start vLLM's OpenAI server on the tiny model (on `port`, else a free one); returns
-    once /v1/models answers."""
+    once /v1/models answers. `cpus`: the cores the engine's processes may use (all of them
+    bound there, its OpenMP threads too), so a benchmark can keep its clients off them."""
     port = port or free_port()
+    env = engine_env(workdir)
+    if cpus:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(str(c) for c in sorted(cpus))
     log = workdir / f"vllm-{port}.log"
     args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
@@ -112,8 +117,8 @@ def start_engine(model_dir: Path, workdir: Path, *extra: str, port: int | None =
             "--enable-prompt-tokens-details", "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
             "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}', *extra]
     with open(log, "wb") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=engine_env(workdir),
-                                   start_new_session=True)
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                   preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     engine = Engine(f"http://127.0.0.1:{port}/v1", process, log, model_dir)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -59,6 +59,12 @@ class ExecutionSettings(BaseModel):
         "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
         "concurrent latency-bound runs (sequential group discussions) on few cores gain from a later start or none")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
+    components: Literal["actors", "driver"] = Field(
+        "actors", description="where a Ray run's environment and agent hosts live: their own actors (default), "
+        "or `driver`: objects inside the run's driver process, so a turn makes no Ray call and a run slot "
+        "holds one process, not three. For many small latency-bound runs (sequential group discussions) "
+        "against a fast engine on few cores; an environment's blocking work then pauses the run's model "
+        "calls, so not for runs whose environment works while agents call (docs/performance.md)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
                                                        "running local head (masgrid up), else start local Ray")
     token_counter: str = Field(

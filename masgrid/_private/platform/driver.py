@@ -7,6 +7,7 @@ id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_sta
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -337,8 +338,11 @@ class RunDriver:
         self.cfg = cfg
         self.recorder = Port(recorder, recorder_remote)
         self.remote = cfg.execution.executor == "ray"
-        self.pool = pool if self.remote else None  # DriverHosts: borrow warm hosts
+        #: environment and agent hosts as actors of their own (else objects in this process)
+        self.component_actors = self.remote and cfg.execution.components == "actors"
+        self.pool = pool if self.component_actors else None  # DriverHosts: borrow warm hosts
         self._actors: list[tuple[str, Any]] = []
+        self._local: list[Any] = []  # components living in this driver (execution.components=driver)
         self.progress: dict[str, Any] = {"phase": 0, "round": 0}
         # `status`: on a warm worker, the RunName that names this run in the dashboard
         self.metrics = RunProgress(cfg.run_id, cfg.task, cfg.protocol, enabled=self.remote,
@@ -415,8 +419,11 @@ class RunDriver:
         """A component as a Ray actor (or a local object): named `name` for this run, or
         borrowed from the host pool and configured for this run. Concurrency 1 keeps the
         environment strictly sequential; async agent hosts interleave their model calls."""
-        if not self.remote:
-            return Port(cls(*args), remote=False)
+        if not self.component_actors:
+            component = cls(*args)
+            if self.remote:  # execution.components=driver: a long-lived process, so a failed run's clients are closed
+                self._local.append(component)
+            return Port(component, remote=False)
         import ray
 
         if self.pool is not None:
@@ -436,7 +443,7 @@ class RunDriver:
         counter = cfg.token_counting().spec  # auto resolved: the model's tokenizer, else approx (recorded)
         team = cfg.team_resolved
         spec = HostSpec(backend=cfg.backend, settings=cfg.model, protocol=cfg.protocol, seed=cfg.seed,
-                        token_counter=counter, pooled=self.remote and self.pool is not None,
+                        token_counter=counter, pooled=self.pool is not None,
                         members={n: (m.backend, m.settings) for n, m in team.members.items()} if team else None,
                         member_of=list(team.agents) if team else None)
         env, *hosts = await asyncio.gather(
@@ -446,7 +453,7 @@ class RunDriver:
         # Contiguous blocks of ids per host: host h serves agents h*size .. (h+1)*size-1.
         size = math.ceil(cfg.agents / n_hosts)
         assignment = [i // size for i in range(cfg.agents)]
-        if self.remote and self.pool is None:  # pooled hosts answered `configure` already
+        if self.component_actors and self.pool is None:  # pooled hosts answered `configure` already
             await asyncio.wait_for(asyncio.gather(env.call("ready"), *(h.call("ready") for h in hosts)),
                                    timeout=cfg.execution.actor_start_timeout_s)
         round_timeout = cfg.execution.round_timeout_s
@@ -458,7 +465,13 @@ class RunDriver:
 
     async def _shutdown(self, clean: bool) -> None:
         """Kill this run's actors, or hand pooled ones back after a clean run."""
-        if not (self.remote and self._actors):
+        local, self._local = self._local, []
+        if not clean:  # a clean run closed its hosts already (pool.close)
+            for component in local:
+                if isinstance(component, AgentHost):
+                    with contextlib.suppress(Exception):
+                        await component.close()
+        if not (self.component_actors and self._actors):
             return
         import ray
 

@@ -18,6 +18,8 @@ import asyncio
 import hashlib
 import logging
 import os
+import time
+from collections import Counter, OrderedDict
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,6 +41,14 @@ NAMESPACE = "masgrid"
 #: actor whose last handle goes out of scope is destroyed, and a later lookup by name
 #: could race with that.
 _RECORDERS: dict[str, Any] = {}
+#: recorders this process keeps for the results_dirs it wrote to, least recently used
+#: first; past RECORDERS_KEPT the least recently used idle one is stopped. A notebook or a
+#: test session writing to many results_dirs would otherwise hold an idle process (about
+#: 200 MB) per directory for as long as it runs.
+RECORDERS_KEPT = 4
+_RECORDER_KEYS: OrderedDict[str, None] = OrderedDict()
+#: recorder keys a run_many call of this process is using now (never stopped meanwhile)
+_RECORDERS_IN_USE: Counter[str] = Counter()
 #: how this process connected to Ray (ensure_ray)
 _SESSION: dict[str, Any] = {}
 #: warm driver processes kept between run_many calls (execution.reuse_actors)
@@ -101,18 +111,49 @@ def recorder_actor(results_dir: str) -> Any:
     from masgrid._private.platform.recorder import Recorder
 
     root = str(Path(results_dir).resolve())
-    key = f"{ray.get_runtime_context().get_job_id()}:{root}"  # a new Ray session needs new actors
+    key = recorder_key(root)
     if key in _RECORDERS:
+        _RECORDER_KEYS.move_to_end(key)
         return _RECORDERS[key]
     name = "recorder:" + hashlib.sha1(root.encode()).hexdigest()[:12]
     node = ray.get_runtime_context().get_node_id()
-    actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
-        name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-    ).remote(root)
-    ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
+    for attempt in range(20):
+        actor = ray.remote(num_cpus=0, **SUPERVISED)(Recorder).options(
+            name=name, namespace=NAMESPACE, get_if_exists=True, lifetime=None,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+        ).remote(root)
+        try:
+            ray.get(actor.ready.remote())  # type: ignore[attr-defined]  # Ray's actor methods are untyped
+            break
+        except ray.exceptions.RayActorError:  # the name still named a recorder stopped a moment ago
+            if attempt == 19:
+                raise
+            time.sleep(0.25)
     _RECORDERS[key] = actor
+    _RECORDER_KEYS[key] = None
+    _stop_idle_recorders()
     return actor
+
+
+def recorder_key(root: str) -> str:
+    import ray
+
+    return f"{ray.get_runtime_context().get_job_id()}:{root}"  # a new Ray session needs new actors
+
+
+def _stop_idle_recorders() -> None:
+    """Stop the least recently used recorders beyond RECORDERS_KEPT that no call is using."""
+    import ray
+
+    for key in list(_RECORDER_KEYS):
+        if len(_RECORDER_KEYS) <= RECORDERS_KEPT:
+            return
+        if _RECORDERS_IN_USE[key]:
+            continue
+        del _RECORDER_KEYS[key]
+        actor = _RECORDERS.pop(key, None)
+        if actor is not None:
+            ray.kill(actor, no_restart=True)
 
 
 def host_pool() -> Any:
@@ -357,6 +398,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
         log.info("masgrid: %d run(s); results are written to %s/{runs,agents,events}", len(cfgs), root)
     recorders: dict[str, Any] = {}
+    using: list[str] = []  # recorder keys this call marked in use
     results: list[RunSummary | None] = [None] * len(cfgs)
     in_flight: dict[Any, tuple[int, Any]] = {}
     job = ray.get_runtime_context().get_job_id()
@@ -378,6 +420,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                     continue
                 if cfg.results_dir not in recorders:
                     with _storage_errors_unwrapped():
+                        if not warm:  # in use until this call returns: never stopped as idle meanwhile
+                            using.append(recorder_key(str(Path(cfg.results_dir).resolve())))
+                            _RECORDERS_IN_USE[using[-1]] += 1
                         recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
                         if warm:  # this command holds the writer lock: runs of an earlier, killed one may not write
                             ray.get(_actor(recorders[cfg.results_dir]).claim.remote(job))
@@ -445,6 +490,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     finally:
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
+        for key in using:
+            _RECORDERS_IN_USE[key] -= 1
+        _stop_idle_recorders()
     return [r for r in results if r is not None]
 
 
