@@ -58,8 +58,22 @@ def tp2_app(tiny_model, serve_port):
                               f"model.serving.model_path={tiny_model}", f"model.tokenizer=hf:{tiny_model}/tokenizer.json",
                               "model.max_tokens=24"])
     spec = deploy(settings)
+    warm_up(f"http://127.0.0.1:{spec.http_port}/tiny-tp2/v1/chat/completions")
     yield settings, spec
     serve.delete(spec.app)
+
+
+def warm_up(url: str, timeout_s: float = 180.0) -> None:
+    """One call before the test's own: a freshly deployed TP=2 CPU engine's first forward pass
+    (both ranks' kernels, gloo's first all-reduce) took over the preflight's 15 s when earlier
+    tests had left the 2 cores busy, though the app reported RUNNING; later calls take a second."""
+    import json
+    import urllib.request
+
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+    request = urllib.request.Request(url, body, {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        assert response.status == 200
 
 
 @pytest.mark.slow
