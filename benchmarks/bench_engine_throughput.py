@@ -103,7 +103,7 @@ def cpu_between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str
 
 
 def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: list[int],
-              simas_waves: int, simas_components: str) -> dict[str, tuple[list[RunConfig], int]]:
+              simas_waves: int, simas_components: str, simas_per_driver: int) -> dict[str, tuple[list[RunConfig], int]]:
     model = {"name": "tiny", "base_url": base_url, "max_tokens": max_tokens, "max_retries": 0, "timeout_s": 300.0,
              "http_client": "lean"}
     out: dict[str, tuple[list[RunConfig], int]] = {"agentsnet N=100": ([RunConfig.from_mapping({
@@ -115,7 +115,8 @@ def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: li
         out[f"simas n=8 ({c} runs in flight)"] = ([RunConfig.from_mapping({
             "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": k // 10, "backend": "openai",
             "model": model, "results_dir": str(results / "simas"), "preflight": False,
-            "execution": {"components": simas_components},
+            "execution": {"components": simas_components,
+                          "runs_per_driver": simas_per_driver if simas_components == "driver" else 1},
             "simas": {"rounds": 2, "profiles": "pool", "subject": "college_physics", "question": k % 10}})
             for k in range(runs)], c)
     return out
@@ -175,6 +176,8 @@ def main() -> int:
     parser.add_argument("--only", choices=["agentsnet", "simas"], default=None)
     parser.add_argument("--simas-components", choices=["actors", "driver"], default="driver",
                         help="execution.components of the SIMAS runs (driver: no Ray call per turn)")
+    parser.add_argument("--simas-per-driver", type=int, default=4,
+                        help="execution.runs_per_driver of the SIMAS runs (with --simas-components driver)")
     parser.add_argument("--cold", action="store_true", help="a fresh local Ray per sweep side, no warm-up sweep")
     parser.add_argument("--isolate", action="store_true",
                         help="the engine on core 0, both clients (masgrid and its Ray, vLLM's bench) on the other cores")
@@ -200,7 +203,8 @@ def main() -> int:
             ensure_ray()
             rows, raw = [], []
             for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r", in_flight,
-                                                      ns.simas_waves, ns.simas_components).items():
+                                                      ns.simas_waves, ns.simas_components,
+                                                      ns.simas_per_driver).items():
                 if ns.only and not name.startswith(ns.only):
                     continue
                 if warm:  # the warm drivers and hosts a researcher's earlier sweep left
@@ -238,7 +242,8 @@ def main() -> int:
         ns.out.write_text(f"# masgrid against a real engine's peak ({time.strftime('%Y-%m-%d')})\n\n"
                           f"`benchmarks/bench_engine_throughput.py --repeat {ns.repeat} --max-tokens {ns.max_tokens} "
                           f"--simas-in-flight {ns.simas_in_flight} --simas-waves {ns.simas_waves} "
-                          f"--simas-components {ns.simas_components}{' --isolate' if ns.isolate else ''}"
+                          f"--simas-components {ns.simas_components} --simas-per-driver {ns.simas_per_driver}"
+                          f"{' --isolate' if ns.isolate else ''}"
                           f"{' --cold' if not warm else ''}`, medians of side-by-side pairs on one vLLM CPU engine "
                           f"(tiny model), masgrid {mode}.\n\n" + table + "\n")
         ns.out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=float) + "\n")

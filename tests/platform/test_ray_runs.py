@@ -96,3 +96,36 @@ def test_a_long_lived_process_keeps_a_bounded_number_of_recorders(tmp_path, ray_
     s = run_one(config(tmp_path, dirs[0], agents=2, k=2, seed=4))
     assert s.status == "ok"
     assert len(pd.read_parquet(tmp_path / dirs[0] / "runs")) == 2
+
+
+def test_packed_drivers_give_the_same_runs_with_fewer_processes(tmp_path, ray_session):
+    """`execution.runs_per_driver=3` with components in the driver: six runs in flight share
+    two driver processes, and every run records what it records unpacked."""
+    from masgrid._private.platform import launch
+
+    cases = [dict(task=t, protocol=p, agents=n, k=4, seed=i) for i, (t, p, n) in enumerate(
+        [("sorting", "kv", 4), ("max", "p2p", 3), ("prefix_sum", "broadcast", 5), ("sorting", "broadcast", 2),
+         ("max", "kv", 6), ("prefix_sum", "p2p", 3)])]
+    reference = run_many([config(tmp_path, "plain", **c, execution={"reuse_actors": True}) for c in cases],
+                         max_concurrent=6)
+    # the session's idle driver workers: none, so the packed sweep's workers are all new and all end up here
+    idle = launch._RECORDERS.setdefault(f"{ray_session.get_runtime_context().get_job_id()}:driver-workers", [])
+    while idle:
+        ray_session.kill(idle.pop(), no_restart=True)
+    packed = run_many([config(tmp_path, "packed", **c, execution={"reuse_actors": True, "components": "driver",
+                                                                  "runs_per_driver": 3}) for c in cases],
+                      max_concurrent=6)
+    assert len(idle) == 2  # 6 runs in flight, 3 per driver process
+    assert [s.status for s in packed] == ["ok"] * len(cases)
+    fields = ("success", "rounds", "te", "model_calls")
+    assert [[getattr(s, f) for f in fields] for s in packed] == [[getattr(s, f) for f in fields] for s in reference]
+    for sub in ("plain", "packed"):
+        assert len(pd.read_parquet(tmp_path / sub / "runs")) == len(cases)
+
+
+def test_packing_needs_the_components_in_the_driver():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="runs_per_driver=2 needs execution.components=driver"):
+        RunConfig.from_mapping({"execution": {"runs_per_driver": 2}})

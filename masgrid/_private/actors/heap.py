@@ -12,13 +12,35 @@ permanent generation, which later collections skip.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _frozen_once = False
+#: runs executing in this process now: a driver worker may execute several at once
+#: (execution.runs_per_driver), and freezing then would also freeze the other runs' live
+#: objects, whose reference cycles would never be collected once those runs end
+_runs_here = 0
+
+
+@contextmanager
+def run_in_process() -> Iterator[None]:
+    """Count a run executing in this process while the block runs (see settle)."""
+    global _runs_here
+    _runs_here += 1
+    try:
+        yield
+    finally:
+        _runs_here -= 1
+
+
+def runs_here() -> int:
+    return _runs_here
 
 
 def settle() -> bool:
-    """Freeze what is alive now, inside a Ray actor process; elsewhere (a local run in the
-    user's process, the tests) do nothing. Returns whether it froze.
+    """Freeze what is alive now, inside a Ray actor process executing at most one run;
+    elsewhere (a local run in the user's process, the tests, a driver packing several runs)
+    do nothing. Returns whether it froze.
 
     Called when a component is configured for a run, and when a pooled one finishes a run,
     after the run's state has been dropped. The first call only freezes (what the imports
@@ -26,7 +48,7 @@ def settle() -> bool:
     collect first, so cyclic garbage of earlier runs is freed rather than frozen.
     """
     global _frozen_once
-    if not _in_actor():
+    if _runs_here > 1 or not _in_actor():
         return False
     if _frozen_once:
         gc.collect()  # walks only what was made since the last freeze

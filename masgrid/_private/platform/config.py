@@ -65,6 +65,10 @@ class ExecutionSettings(BaseModel):
         "holds one process, not three. For many small latency-bound runs (sequential group discussions) "
         "against a fast engine on few cores; an environment's blocking work then pauses the run's model "
         "calls, so not for runs whose environment works while agents call (docs/performance.md)")
+    runs_per_driver: int = Field(
+        1, ge=1, le=8, description="with components=driver, runs of a sweep (warm driver workers) that one driver "
+        "process executes at once: C runs in flight then take C / runs_per_driver processes. Many small "
+        "latency-bound runs on few cores gain (docs/performance.md); 1: a process per run in flight")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
                                                        "running local head (masgrid up), else start local Ray")
     token_counter: str = Field(
@@ -97,6 +101,13 @@ class ExecutionSettings(BaseModel):
     @classmethod
     def _known_counter(cls, value: str) -> str:
         return check_spec(value)
+
+    @model_validator(mode="after")
+    def _packing_needs_components_in_the_driver(self) -> ExecutionSettings:
+        if self.runs_per_driver > 1 and self.components != "driver":
+            raise ValueError(f"execution.runs_per_driver={self.runs_per_driver} needs execution.components=driver "
+                             "(runs sharing a driver process cannot each borrow that process's warm hosts)")
+        return self
 
 
 #: the family option blocks of RunConfig (each named after its family, Family.options)

@@ -209,12 +209,14 @@ class DriverWorker:
         after = cfg.execution.status_actor_after_s
         name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
         try:
-            summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
+            with heap.run_in_process():  # several at once: execution.runs_per_driver
+                summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
         finally:
             self.owners.pop(task, None)  # type: ignore[arg-type]
             if name is not None:
                 name.close()
-        heap.settle()  # the run's objects are garbage now; the next run starts with a frozen heap
+        if not heap.runs_here():  # the run's objects are garbage now; the next run starts with a frozen heap
+            heap.settle()
         return summary
 
     async def _watch_owners(self) -> None:
@@ -404,8 +406,36 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     job = ray.get_runtime_context().get_job_id()
     key = f"{job}:driver-workers"
     # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
-    idle_workers: list[Any] = (warm_drivers(min(max_concurrent, len(cfgs))) if warm
+    per_driver = max(c.execution.runs_per_driver for c in cfgs)  # runs a driver process takes at once
+    idle_workers: list[Any] = (warm_drivers(-(-min(max_concurrent, len(cfgs)) // per_driver)) if warm
                                else _RECORDERS.setdefault(key, []))
+    load: dict[Any, int] = {}  # driver worker -> its runs in flight (execution.runs_per_driver)
+    retired: set[Any] = set()  # workers that take no more runs: stopped once their last run ends
+
+    def pick_worker(cfg: RunConfig) -> Any:
+        """A worker with room for one more run (packing), else an idle one, else a new one."""
+        worker = next((w for w, n in load.items() if n < cfg.execution.runs_per_driver and w not in retired), None)
+        if worker is None:
+            worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
+                namespace=NAMESPACE, max_concurrency=16,
+                resources=cfg.execution.driver_resources or None).remote(host_pool())
+        load[worker] = load.get(worker, 0) + 1
+        return worker
+
+    def release_worker(worker: Any, healthy: bool) -> None:
+        """One run of `worker` ended; back to the idle list once it has none (a worker whose run
+        failed takes no more runs and is stopped then: the runs beside it finish first)."""
+        if not healthy:
+            retired.add(worker)
+        left = load.pop(worker, 1) - 1
+        if left > 0:
+            load[worker] = left
+        elif worker in retired:
+            retired.discard(worker)
+            ray.kill(worker, no_restart=True)
+        else:
+            idle_workers.append(worker)
+
     queue = list(enumerate(cfgs))
     attempts = [0] * len(cfgs)
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -428,11 +458,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                             ray.get(_actor(recorders[cfg.results_dir]).claim.remote(job))
                 rec = recorders[cfg.results_dir]
                 if cfg.execution.reuse_actors:
-                    worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
-                        namespace=NAMESPACE, max_concurrency=16,
-                        resources=cfg.execution.driver_resources or None).remote(host_pool())
+                    worker = pick_worker(cfg)
                     # the task and the worker's status actor carry the run's name in the dashboard
-                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(  # type: ignore[union-attr]
+                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(
                         cfg, rec, job if warm else None)] = (idx, worker)
                 else:
                     driver = driver_actor(cfg, rec, attempts[idx] + 1)
@@ -445,11 +473,14 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 try:
                     summary = ray.get(ref)
                     if cfg.execution.reuse_actors:
-                        idle_workers.append(actor)
+                        release_worker(actor, healthy=True)
                     else:
                         ray.kill(actor, no_restart=True)
                 except Exception as exc:  # noqa: BLE001 - the driver itself died (or could not record)
-                    ray.kill(actor, no_restart=True)
+                    if not cfg.execution.reuse_actors or isinstance(exc, ray.exceptions.RayActorError):
+                        ray.kill(actor, no_restart=True)  # dead, or its own: its other runs (if any) fail too
+                    if cfg.execution.reuse_actors:
+                        release_worker(actor, healthy=False)
                     unwritable = storage_error(exc)
                     if unwritable is not None:
                         stopped = stopped or unwritable
