@@ -125,7 +125,8 @@ def test_packed_drivers_give_the_same_runs_with_fewer_processes(tmp_path, ray_se
 
 def test_packing_needs_the_components_in_the_driver():
     import pytest
-    from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="runs_per_driver=2 needs execution.components=driver"):
+    from masgrid._private.platform.config import ConfigError
+
+    with pytest.raises(ConfigError, match="runs_per_driver=2 needs execution.components=driver"):
         RunConfig.from_mapping({"execution": {"runs_per_driver": 2}})
