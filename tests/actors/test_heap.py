@@ -38,3 +38,15 @@ def test_settle_freezes_inside_an_actor_and_collects_before_refreezing(ray_sessi
 def test_settle_leaves_a_process_that_is_not_an_actor_alone() -> None:
     before = gc.get_freeze_count()
     assert heap.settle() is False and gc.get_freeze_count() == before
+
+
+def test_runs_in_one_process_are_counted_and_nothing_is_frozen_beside_another():
+    from masgrid._private.actors import heap
+
+    assert heap.runs_here() == 0
+    with heap.run_in_process():
+        with heap.run_in_process():
+            assert heap.runs_here() == 2
+            assert heap.settle() is False  # a second run executes here: freezing would keep its cycles
+        assert heap.runs_here() == 1
+    assert heap.runs_here() == 0

@@ -420,7 +420,10 @@ class RunDriver:
         borrowed from the host pool and configured for this run. Concurrency 1 keeps the
         environment strictly sequential; async agent hosts interleave their model calls."""
         if not self.component_actors:
-            component = cls(*args)
+            # counted as a run of its own, so its constructor's heap.settle freezes nothing: in a
+            # driver process the live objects are this run's, whose cycles would then never be freed
+            with heap.run_in_process():
+                component = cls(*args)
             if self.remote:  # execution.components=driver: a long-lived process, so a failed run's clients are closed
                 self._local.append(component)
             return Port(component, remote=False)
