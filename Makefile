@@ -80,7 +80,8 @@ run: $(STAMP)
 
 # PYTEST_WORKERS=N runs the suite on N pytest-xdist workers (tests/conftest.py keeps their Ray
 # clusters apart and runs every real-engine test on one of them): for machines with more
-# cores. On 2 cores one process is faster (45 min with two workers against about 30).
+# cores. On 2 cores one process is faster (measured before the recorder fix: 45 min with two
+# workers against 32 in one process; one process now takes about 24).
 PYTEST_WORKERS ?= 0
 test: $(STAMP) sandbox-deps engine test-family lint
 	$(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)

@@ -1,8 +1,8 @@
 """Shared fixtures: one local Ray instance per test session (2 cores, no dashboard).
 
-Under pytest-xdist (`make test` runs two workers) each worker is a session of its own: it
-gets a Ray temp dir of its own (RAY_TMPDIR, inherited by every `masgrid` subprocess it
-starts), so neither worker's `ray.init` nor `masgrid run` finds or joins the other's
+Under pytest-xdist (`PYTEST_WORKERS=2 make test`; the default is one process) each worker
+is a session of its own: it gets a Ray temp dir of its own (RAY_TMPDIR, inherited by every
+`masgrid` subprocess it starts), so neither worker's `ray.init` nor `masgrid run` finds or joins the other's
 cluster. Tests that start the real engine or a Ray head share a group (`xdist_group`,
 placed below), so one worker runs them all: one engine per test run, not one per worker.
 """
@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("MASGRID_TEST_RAY_TMPDIR"):
+if os.environ.get("PYTEST_XDIST_WORKER"):
     # short: Ray's socket paths live under it (AF_UNIX paths are limited to 107 bytes)
-    os.environ["RAY_TMPDIR"] = os.environ["MASGRID_TEST_RAY_TMPDIR"] = tempfile.mkdtemp(
-        prefix=f"ray-{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
+    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"ray-{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
 
 #: the real engine (vLLM's CPU build): its session fixture, and the files that start engines
 #: or Serve LLM deployments of their own; all run on one worker

@@ -521,8 +521,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     finally:
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
-        for key in using:
-            _RECORDERS_IN_USE[key] -= 1
+        for used in using:
+            _RECORDERS_IN_USE[used] -= 1
         _stop_idle_recorders()
     return [r for r in results if r is not None]
 
