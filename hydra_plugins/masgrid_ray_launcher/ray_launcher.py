@@ -105,7 +105,9 @@ class MasgridRayLauncher(Launcher):
         from masgrid._private.platform.preflight import PreflightError, check_results_dir
         from masgrid._private.platform.storage import ResultsUnwritable
         from masgrid._private.platform.results_lock import ResultsDirBusy
-        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys,
+        from masgrid._private.platform.model_phases.cluster_state import PhasesBusy
+        from masgrid._private.platform.model_phases.plan import PhasePlanError
+        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys, describe_plan,
                                                      report_config_errors, run_sweep, split_job_config, sweep_call)
 
         assert self.hydra_context is not None and self.config is not None
@@ -154,12 +156,22 @@ class MasgridRayLauncher(Launcher):
         if refused:
             call.result = SweepResult(total=len(job_overrides), error=_fail(refused))
             return []
+        if call.plan_only:
+            try:
+                print(describe_plan(cfgs, all_settings[0]), flush=True)
+            except (PhasePlanError, ServingError) as exc:
+                call.result = SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}"))
+                return []
+            call.result = SweepResult(total=len(job_overrides))
+            return []
         try:
             for results_dir in sorted({cfg.results_dir for cfg in cfgs}):
                 check_results_dir(results_dir)  # creates it (not its parent): the grid is valid now
             result = run_sweep(cfgs, all_settings[0], on_start=self._save_sweep_config)
         except (PreflightError, ServingError, ServingUnavailable, ResultsDirBusy, ResultsUnwritable,
-                EngineLost) as exc:  # bad, undeployable or lost endpoint, results_dir busy or refusing writes
+                EngineLost, PhasePlanError, PhasesBusy) as exc:
+            # bad, undeployable or lost endpoint, results_dir busy or refusing writes, models that
+            # cannot fit the cluster, another sweep swapping models on it
             call.result = SweepResult(total=len(job_overrides), error=_fail(f"masgrid run: {exc}"))
             return []
         call.result = result

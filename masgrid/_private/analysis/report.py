@@ -14,6 +14,7 @@ from rich.table import Table
 
 from masgrid._private.analysis.channel import write_channel_section
 from masgrid._private.analysis.adaptive import adaptive_section
+from masgrid._private.analysis.model_phases import phases_section
 from masgrid._private.analysis.families import families_present, write_family_reports
 from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
@@ -68,6 +69,10 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     written += channel_files
     index += channel_lines
     index += topology_lines
+    phase_lines = phases_section(results_dir, out)  # only when a sweep deployed models in phases
+    if phase_lines:
+        index += phase_lines
+        written += [out / "phases.md", out / "phases.csv"]
     index += quarantine_section(loaded.quarantined, set(loaded.runs["run_id"]))
     index += ["[Runs recorded per task, protocol and model](overview.md)", ""]
     (out / "README.md").write_text("\n".join(index), encoding="utf-8")

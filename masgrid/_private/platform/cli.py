@@ -217,6 +217,7 @@ HYDRA_HELP = """Hydra flags of masgrid run (they may come anywhere on the line):
   --package,-p PACKAGE    with --cfg: print this package only
   --info,-i [all|config|defaults|defaults-tree|plugins|searchpath]  Hydra's information
   --multirun,-m           run the grid of every comma list on Ray (docs/sweeps.md)
+  --plan                  with -m: print the runs left and the model phases, start nothing (docs/model-phases.md)
   --config-dir,-cd DIR    add a directory of configs to the search path
   --version               Hydra's version
 Shell completion (-sc) is not supported."""
@@ -232,6 +233,12 @@ def _run(args: list[str]) -> int:
               "one-command program, not `masgrid run`)", file=sys.stderr)
         return 2
     multirun = bool({"-m", "--multirun"} & set(flags))
+    plan_only = "--plan" in flags
+    if plan_only:
+        if not multirun:
+            print("masgrid run: --plan shows a sweep's plan; use it with -m", file=sys.stderr)
+            return 2
+        flags = [f for f in flags if f != "--plan"]
     show = _flag_value(flags, "--cfg", "-c")
     if multirun and show is not None:
         if show != "job":
@@ -242,10 +249,10 @@ def _run(args: list[str]) -> int:
     else:
         show = None
     # a sweep's results_dir is checked (and created) by the launcher, once every job is valid
-    return _hydra_run([*flags, *overrides], multirun, show)
+    return _hydra_run([*flags, *overrides], multirun, show, plan_only)
 
 
-def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None) -> int:
+def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None, plan_only: bool = False) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
@@ -262,7 +269,7 @@ def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None) 
     def hydra_entry(cfg: DictConfig) -> None:
         _execute_run(OmegaConf.to_container(cfg, resolve=True), outcome)  # type: ignore[arg-type]
 
-    call = SweepCall(show_config=show_config)
+    call = SweepCall(show_config=show_config, plan_only=plan_only)
     # hydra.main keeps the undecorated function and passes it to the launcher, which answers here
     setattr(hydra_entry.__wrapped__, SWEEP_CALL_ATTR, call)
     saved = sys.argv

@@ -69,12 +69,13 @@ def check_results_dir(results_dir: str) -> None:
         raise PreflightError(f"results_dir {results_dir}: not writable: {reason}{where}") from None
 
 
-def preflight(cfgs: Sequence[RunConfig]) -> None:
-    """Every check for these runs; raises PreflightError on the first failure."""
+def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
+    """Every check for these runs; raises PreflightError on the first failure. `served=False`:
+    leave out the Serve apps masgrid deploys (a sweep in model phases checks each as it loads)."""
     for results_dir in sorted({c.results_dir for c in cfgs}):
         check_results_dir(results_dir)
     http: dict[tuple[str, str], tuple[BackendSettings, RunConfig | None]] = {}
-    served: dict[str, tuple[BackendSettings, RunConfig]] = {}
+    to_serve: dict[str, tuple[BackendSettings, RunConfig]] = {}
     for cfg in cfgs:
         own = scoring_endpoint(cfg) if cfg.preflight else None  # e.g. cooper.resolver_model, even for scripted agents
         if own is not None:
@@ -86,12 +87,12 @@ def preflight(cfgs: Sequence[RunConfig]) -> None:
                 key = (settings.base_url, settings.request_model)
                 if key not in http or _longer(cfg, http[key][1]):
                     http[key] = (settings, cfg)
-            else:
-                served.setdefault(settings.name, (settings, cfg))
+            elif served:
+                to_serve.setdefault(settings.name, (settings, cfg))
     probes: list[dict[str, Any] | None] = []
     for settings, first in http.values():  # before Ray starts: fails in seconds
         probes.append(check_endpoint(settings, messages=_first_messages(first)))
-    for settings, served_cfg in served.values():
+    for settings, served_cfg in to_serve.values():
         probes.append(check_served(served_cfg, settings))
     _note(cfgs, [p for p in probes if p])
     check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes

@@ -143,6 +143,8 @@ class SweepResult(BaseModel):
     degraded: int = 0
     invalid: int = 0
     failed: int = 0
+    held: int = Field(0, description="runs not started because a model they need did not load (model phases); "
+                                     "no runs row: a resume runs them")
     failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
     error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
     cells: list[dict[str, Any]] = Field(default_factory=list, description="adaptive sweeps: the cells table's rows "
@@ -152,7 +154,7 @@ class SweepResult(BaseModel):
     def exit_code(self) -> int:
         if self.error:
             return 2
-        return 1 if self.failed or self.invalid else 0
+        return 1 if self.failed or self.invalid or self.held else 0
 
 
 #: the attribute of the task function through which `masgrid run -m` and the launcher talk
@@ -169,6 +171,7 @@ class SweepCall:
     one process (a notebook, the tests) cannot see each other's outcome."""
 
     show_config: str | None = None  # `--cfg job`: print every job's config instead of running
+    plan_only: bool = False  # `--plan`: print the sweep's plan (runs left, model phases), start nothing
     result: SweepResult | None = None
 
 
@@ -205,11 +208,20 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
         result = run_adaptive(cfgs, settings, on_start, execute)
         _summary(result, cfgs, SweepProgress(0, settings.progress, settings.log_every_s))
         return result
+    from masgrid._private.platform.model_phases.runner import current_plan, needs_phases
     from masgrid._private.platform.preflight import preflight
 
     plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
     if plan.todo:
-        preflight(plan.todo)  # PreflightError: one line, nothing started (the launcher reports it)
+        phased = needs_phases(plan.todo)
+        if phased:  # a model that cannot fit, a team that cannot fit at once, a busy cluster: one line, nothing started
+            from masgrid._private.platform.launch import ensure_ray
+
+            ensure_ray(plan.todo[0].execution.ray_address)
+            current_plan(plan.todo)
+        # PreflightError: one line, nothing started (the launcher reports it); models the sweep
+        # deploys itself are checked as each phase loads them
+        preflight(plan.todo, served=not phased)
     if on_start is not None:
         on_start()
     result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
@@ -226,8 +238,10 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
 
 
 def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress) -> None:
-    """Run `todo` (at most max_concurrent at once), counting each outcome into `result`."""
+    """Run `todo` (at most max_concurrent at once), counting each outcome into `result`; runs
+    needing models the sweep deploys go in model phases (platform/model_phases)."""
     from masgrid._private.platform.launch import ensure_ray, run_many
+    from masgrid._private.platform.model_phases.runner import PhaseRunner, needs_phases
 
     def on_done(cfg: RunConfig, summary: Any) -> None:
         result.ran += 1
@@ -237,15 +251,27 @@ def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult
             result.failures[cfg.run_id] = (summary.error or "unknown error").splitlines()[0]
         progress.advance(status=status)
 
+    def hold(cfg: RunConfig, why: str) -> None:
+        result.held += 1
+        result.failures[cfg.run_id] = why
+        progress.advance(status="failed")
+
     if todo:
         ensure_ray(todo[0].execution.ray_address)
     progress.start()
     todo = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
             if settings.reuse_actors else c for c in todo]  # placement only: run ids unchanged
-    try:
+    keep_warm = settings.reuse_actors and all(c.execution.keep_warm for c in todo)
+
+    def execute(runs: list[RunConfig], done: Callable[[RunConfig, Any], None]) -> None:
         # on a cluster that outlives the command, the sweep's processes stay warm for the next one
-        run_many(todo, max_concurrent=settings.max_concurrent, on_done=on_done,
-                 keep_warm=settings.reuse_actors and all(c.execution.keep_warm for c in todo))
+        run_many(runs, max_concurrent=settings.max_concurrent, on_done=done, keep_warm=keep_warm)
+
+    try:
+        if needs_phases(todo):  # models the sweep deploys itself: in phases that fit the cluster
+            PhaseRunner(execute, on_done, hold, progress.note).run(todo)
+        else:
+            execute(todo, on_done)
     finally:
         progress.stop()
 
@@ -254,7 +280,8 @@ def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProg
     results_dirs = sorted({c.results_dir for c in cfgs})
     progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "
                   f"{result.invalid}, failed {result.failed}), "
-                  f"skipped {result.skipped_ok + result.skipped_failed}; results in "
+                  + (f"held {result.held} (a model they need did not load), " if result.held else "")
+                  + f"skipped {result.skipped_ok + result.skipped_failed}; results in "
                   + ", ".join(f"{d}/runs" for d in results_dirs))
     if result.cells:
         reasons: dict[str, int] = {}
@@ -265,6 +292,42 @@ def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProg
                       + "; table in " + ", ".join(f"{d}/cells" for d in results_dirs))
     for run_id, err in result.failures.items():
         progress.note(f"  {run_id}: {err}", err=True)
+
+
+def describe_plan(cfgs: Sequence[RunConfig], settings: SweepSettings) -> str:
+    """`masgrid run -m ... --plan`: the runs left to run and, for models the sweep deploys, its
+    phases on the cluster this command would join (or, with none running, the allocation the
+    presets declare, else this machine), starting nothing."""
+    from masgrid._private.platform.model_phases.runner import needs_phases
+
+    plan = plan_sweep(cfgs, settings.retry_failed, settings.retry_invalid)
+    lines = [f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, {plan.skipped_failed} recorded "
+             f"as failed and left alone, {len(plan.todo)} to run ({plan.retried} retries)"]
+    if needs_phases(plan.todo):
+        lines.append(_phase_plan_text(plan.todo))
+    elif plan.todo:
+        lines.append("model phases: none (no run needs a model this sweep deploys)")
+    return "\n".join(lines)
+
+
+def _phase_plan_text(todo: Sequence[RunConfig]) -> str:
+    import os
+
+    from masgrid._private.platform.cluster import resolve_address
+    from masgrid._private.platform.model_phases.capacity import Cluster, Node, declared_cluster
+    from masgrid._private.platform.model_phases.plan import managed_models, plan_phases
+    from masgrid._private.platform.model_phases.runner import current_plan
+
+    address, joins = resolve_address(todo[0].execution.ray_address)
+    if joins:
+        from masgrid._private.platform.launch import ensure_ray
+
+        ensure_ray(address)
+        return current_plan(todo).text()
+    demands = [d for c in todo for d in managed_models(c)]
+    cluster = declared_cluster(demands) or Cluster([Node("local", {"CPU": float(os.cpu_count() or 1)},
+                                                        "this machine")], source="this machine (no cluster running)")
+    return plan_phases(todo, cluster).text()
 
 
 def collapsed_keys(cfgs: Sequence[RunConfig], settings: Sequence[SweepSettings] = ()) -> list[str]:

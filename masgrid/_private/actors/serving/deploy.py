@@ -73,27 +73,28 @@ def http_base_url(settings: BackendSettings, spec: ServingSpec) -> str:
     return f"http://127.0.0.1:{spec.http_port}{spec.route_prefix.rstrip('/')}/v1"
 
 
-def build_application(settings: BackendSettings, spec: ServingSpec) -> Any:
+def build_application(settings: BackendSettings, spec: ServingSpec, replicas: int | None = None) -> Any:
     from ray import serve
 
     if spec.kind == "standin":
         options: dict[str, Any] = {"name": STANDIN_DEPLOYMENT, "max_ongoing_requests": spec.max_ongoing_requests,
-                                   "ray_actor_options": {"num_cpus": 0}}
+                                   "ray_actor_options": {"num_cpus": spec.standin.cpus}}
         if spec.autoscaling:
             options["autoscaling_config"] = spec.autoscaling.model_dump()
         else:
-            options["num_replicas"] = spec.replicas
+            options["num_replicas"] = replicas or spec.max_replicas
         cls = serve.deployment(serve.ingress()(StandinDeployment), **options)
         return cls.bind(spec.standin.model_dump(), settings.request_model)  # type: ignore[attr-defined]  # untyped Serve decorator
     LLMConfig, build_openai_app = serve_llm()
     spec.check_weights()
-    args = spec.openai_app_args(settings.request_model)
+    args = spec.openai_app_args(settings.request_model, replicas)
     args["llm_configs"] = [LLMConfig(**config) for config in args["llm_configs"]]
     return build_openai_app(args)
 
 
-def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSpec:
-    """Start (or update) the Serve application of a model preset; returns once it is running.
+def deploy(settings: BackendSettings, http_host: str = "127.0.0.1", replicas: int | None = None) -> ServingSpec:
+    """Start (or update) the Serve application of a model preset; returns once it is running
+    (`replicas`: the count a model phase chose for replicas=auto, else the preset's).
     A vLLM engine that cannot start is one line with its own reason (engine_start.py), the
     app deleted; too little memory for the KV cache ends the deployment as soon as it says so."""
     from ray import serve
@@ -103,7 +104,7 @@ def deploy(settings: BackendSettings, http_host: str = "127.0.0.1") -> ServingSp
         serve_llm()
         spec.check_weights()  # before anything is scheduled
         spec.check_kv_cache()
-    app = build_application(settings, spec)
+    app = build_application(settings, spec, replicas)
     check_http_port(spec, http_host)
     serve.start(http_options={"host": http_host, "port": spec.http_port})
 
@@ -136,6 +137,7 @@ def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s:
 
     serve.run_many([serve.RunTarget(target=app, name=spec.app, route_prefix=spec.route_prefix)],
                    wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    pending_since: float | None = None
     while True:
         status = serve.status().applications.get(spec.app)
         state = str(status.status).rsplit(".", 1)[-1] if status is not None else "MISSING"
@@ -148,7 +150,49 @@ def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s:
             raise RuntimeError(f"Serve app {spec.app} was deleted while it deployed")
         if watch is not None and watch.cause is not None and settled(watch.cause):
             raise RuntimeError(watch.cause)
+        pending = unplaced_replicas(spec.app)
+        pending_since = (pending_since or time.monotonic()) if pending else None
+        if pending and pending_since is not None and time.monotonic() - pending_since > spec.placement_timeout_s:
+            raise RuntimeError(f"Ray cannot place its replicas: {pending} pending for "
+                               f"{spec.placement_timeout_s:.0f} s (model.serving.placement_timeout_s); "
+                               f"free now: {free_resources()}")
         time.sleep(poll_s)
+
+
+def unplaced_replicas(app: str) -> str | None:
+    """The bundles of the app's replica placement groups Ray has not placed yet, in words
+    (None when every group is placed, or the table cannot be read)."""
+    import ray
+
+    from masgrid._private.platform.model_phases.demand import fmt_resources
+
+    try:
+        groups = ray.util.placement_group_table()
+    except Exception:  # noqa: BLE001 - an API change must not fail a deployment
+        return None
+    waiting = []
+    for info in groups.values():
+        if str(info.get("name") or "").startswith(f"SERVE_REPLICA::{app}#") and info.get("state") in ("PENDING",
+                                                                                                      "INFEASIBLE"):
+            total: dict[str, float] = {}
+            for bundle in (info.get("bundles") or {}).values():
+                for key, amount in bundle.items():
+                    total[key] = total.get(key, 0.0) + float(amount)
+            waiting.append(fmt_resources(total))
+    return f"{len(waiting)} replica(s) asking {' | '.join(sorted(set(waiting)))}" if waiting else None
+
+
+def free_resources() -> str:
+    """Ray's free resources, cluster-wide, in words."""
+    import ray
+
+    from masgrid._private.platform.model_phases.demand import fmt_resources
+
+    try:
+        return fmt_resources({k: v for k, v in ray.available_resources().items()
+                              if not k.startswith(("node:", "memory", "object_store_memory"))})
+    except Exception:  # noqa: BLE001
+        return "unknown"
 
 
 def _wait_for_proxies() -> None:
@@ -224,7 +268,7 @@ def describe(settings: BackendSettings, check_paths: bool = False) -> dict[str, 
         "agents_reach_it_by": spec.route,
     }
     if spec.kind == "standin":
-        out["deployment"] = {"name": STANDIN_DEPLOYMENT, **spec.deployment_config(), "num_cpus": 0,
+        out["deployment"] = {"name": STANDIN_DEPLOYMENT, **spec.deployment_config(), "num_cpus": spec.standin.cpus,
                              "standin": spec.standin.model_dump()}
         return out
     weights_ok = True

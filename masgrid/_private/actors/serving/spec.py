@@ -105,6 +105,8 @@ class StandinSpec(_Strict):
     hang_call: int = Field(1, ge=1, description="... at this call of theirs (1-based, per phase)")
     hang_attempts: int = Field(1, ge=0, description="... for this many attempts (then answer normally)")
     hang_s: float = Field(3600.0, gt=0)
+    cpus: float = Field(0.0, ge=0, description="Ray CPUs each stand-in replica reserves (0: none); lets a test "
+                        "or a rehearsal give stand-in models the footprint of real ones, so model phases plan them")
 
 
 class TinyBuild(_Strict):
@@ -126,13 +128,23 @@ class ServingSpec(_Strict):
     app: str = Field("masgrid-llm", description="Serve application name")
     route_prefix: str = Field("/llm", description="HTTP prefix; the OpenAI API is at <prefix>/v1")
     http_port: int = Field(8000, ge=1, le=65535)
-    replicas: int = Field(1, ge=1)
+    replicas: int | Literal["auto"] = Field(
+        1, description="engine replicas: a number, or `auto`: in a sweep's model phase, as many as the capacity "
+        "the phase leaves free holds (at most `auto_replicas_max`; docs/model-phases.md); 1 outside a sweep")
+    auto_replicas_max: int = Field(8, ge=1, description="replicas=auto: the most replicas one phase deploys")
+    release: Literal["delete", "sleep"] = Field(
+        "delete", description="how a sweep's model phase releases the model when the next phase does not need it: "
+        "delete the Serve app, or (vLLM GPU builds with sleep mode) keep it asleep, weights off the accelerator")
     autoscaling: Autoscaling | None = None
     max_ongoing_requests: int = Field(256, ge=1)
     constructor_retries: int = Field(
         2, ge=1, description="Serve's attempts to start a replica (max_constructor_retry_count): an engine that "
         "cannot start (bad weights, no memory for the KV cache) fails the deploy after this many, not Serve's 20")
     router: Literal["default", "prefix_aware"] = "default"
+    placement_timeout_s: float = Field(
+        120.0, gt=0, description="a deployment whose replicas Ray cannot place (their placement groups pending) "
+        "this long fails with the resources asked for and free, instead of waiting for capacity that never comes; "
+        "raise it where an autoscaler adds nodes")
     # vLLM only ----------------------------------------------------------------------------
     model_path: str | None = Field(None, description="local directory holding the weights")
     layout: str | None = Field(None, description="key of `layouts` to use")
@@ -155,6 +167,12 @@ class ServingSpec(_Strict):
             raise ValueError("route_prefix: must start with '/'")
         if self.autoscaling and self.autoscaling.min_replicas > self.autoscaling.max_replicas:
             raise ValueError("autoscaling: min_replicas exceeds max_replicas")
+        if self.autoscaling and self.replicas == "auto":
+            raise ValueError("replicas: auto fills a model phase's free capacity; it does not go with autoscaling")
+        if isinstance(self.replicas, int) and self.replicas < 1:
+            raise ValueError("replicas: at least 1 (or auto)")
+        if self.release == "sleep" and (self.kind != "vllm" or self.accelerator != "gpu"):
+            raise ValueError("release: sleep needs vLLM's sleep mode, which only its GPU builds have; use delete")
         if self.kind == "vllm":
             self._check_vllm()
         elif self.router == "prefix_aware":  # Serve LLM's router class needs the vLLM install
@@ -205,7 +223,10 @@ class ServingSpec(_Strict):
 
     @property
     def max_replicas(self) -> int:
-        return self.autoscaling.max_replicas if self.autoscaling else self.replicas
+        """Replicas the deployment may reach outside a model phase (`auto` deploys one there)."""
+        if self.autoscaling:
+            return self.autoscaling.max_replicas
+        return self.replicas if isinstance(self.replicas, int) else 1
 
     def check_weights(self, build: bool = True) -> None:
         """The weights directory must exist here (shared filesystem) with a config.json;
@@ -252,14 +273,15 @@ class ServingSpec(_Strict):
                 f"(at most about {have // per_token:,} tokens fit)")
 
     # -- Serve configuration ------------------------------------------------------------------
-    def deployment_config(self) -> dict[str, Any]:
-        """Ray Serve deployment options (LLMConfig.deployment_config)."""
+    def deployment_config(self, replicas: int | None = None) -> dict[str, Any]:
+        """Ray Serve deployment options (LLMConfig.deployment_config); `replicas`: the count a
+        model phase chose (replicas=auto), else the preset's."""
         out: dict[str, Any] = {"max_ongoing_requests": self.max_ongoing_requests,
                                "max_constructor_retry_count": self.constructor_retries}
         if self.autoscaling:
             out["autoscaling_config"] = self.autoscaling.model_dump()
         else:
-            out["num_replicas"] = self.replicas
+            out["num_replicas"] = replicas or self.max_replicas
         if self.router == "prefix_aware":
             out["request_router_config"] = {"request_router_class": PREFIX_ROUTER}
         return out
@@ -296,12 +318,12 @@ class ServingSpec(_Strict):
             bundle[f"accelerator_type:{self.accelerator_type}"] = 0.001
         return {"bundle_per_worker": bundle, "strategy": self.placement_strategy}
 
-    def llm_config_dict(self, model_id: str) -> dict[str, Any]:
+    def llm_config_dict(self, model_id: str, replicas: int | None = None) -> dict[str, Any]:
         """The keyword arguments of `ray.serve.llm.LLMConfig` for this deployment."""
         out: dict[str, Any] = {
             "model_loading_config": {"model_id": model_id, "model_source": self.model_path},
             "engine_kwargs": self.engine_kwargs(),
-            "deployment_config": self.deployment_config(),
+            "deployment_config": self.deployment_config(replicas),
             "placement_group_config": self.placement_group_config(),
         }
         if self.accelerator_type and _ray_knows_accelerator(self.accelerator_type):
@@ -325,9 +347,9 @@ class ServingSpec(_Strict):
             env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(rank) for rank in range(tp))
         return env
 
-    def openai_app_args(self, model_id: str) -> dict[str, Any]:
+    def openai_app_args(self, model_id: str, replicas: int | None = None) -> dict[str, Any]:
         """The builder arguments of `ray.serve.llm.build_openai_app`, LLMConfig as a mapping."""
-        out: dict[str, Any] = {"llm_configs": [self.llm_config_dict(model_id)]}
+        out: dict[str, Any] = {"llm_configs": [self.llm_config_dict(model_id, replicas)]}
         if self.ingress_cpus is not None:
             out["ingress_deployment_config"] = {"ray_actor_options": {"num_cpus": self.ingress_cpus}}
         return out
