@@ -133,10 +133,10 @@ def _weight(demand: ModelDemand) -> tuple[float, float]:
     return total.get("GPU", 0.0), total.get("CPU", 0.0)
 
 
-def cluster_now(managed_apps: Iterable[str] = ()) -> Cluster:
+def cluster_now(managed: dict[str, tuple[list[Resources], Resources]] | None = None) -> Cluster:
     """The alive nodes of the Ray cluster this process is connected to, with what is free on
-    each for models: available now, plus what the Serve apps in `managed_apps` hold (the
-    sweep may release them), found from their replicas' placement groups."""
+    each for models: available now, plus what the Serve apps in `managed` (app -> (one
+    replica's bundles, the ingress's resources)) hold, since the sweep may release them."""
     import ray
 
     from ray._private import state  # per-node available resources: no public API in Ray 2.60
@@ -145,47 +145,53 @@ def cluster_now(managed_apps: Iterable[str] = ()) -> Cluster:
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     out = Cluster([Node(n["NodeID"], {k: float(v) for k, v in available.get(n["NodeID"], {}).items()},
                         label=str(n.get("NodeManagerAddress", ""))) for n in nodes])
-    managed = set(managed_apps)
     if managed:
         _add_back(out, managed)
     return out
 
 
-def _add_back(cluster: Cluster, apps: set[str]) -> None:
-    """Count the resources the given apps' replicas and ingress hold as free (best effort)."""
+def _add_back(cluster: Cluster, apps: dict[str, tuple[list[Resources], Resources]]) -> None:
+    """Count what the given apps hold as free: their replicas' placement groups (vLLM: the
+    replica actor is inside), and replica actors outside any group (the ingress; the stand-in),
+    at what their preset reserves, on the node each runs on. Best effort: a table that cannot be
+    read leaves the capacity smaller, never larger."""
     import ray
 
+    from ray._private import state
+
     by_id = {n.node_id: n for n in cluster.nodes}
+    grouped: set[str] = set()  # apps whose engine replicas live in placement groups
     try:
         groups = ray.util.placement_group_table()
-    except Exception as exc:  # noqa: BLE001 - planning then sees less free capacity, never more
+    except Exception as exc:  # noqa: BLE001
         log.debug("placement groups unreadable: %s", exc)
         groups = {}
     for info in groups.values():
         name = str(info.get("name") or "")
-        if info.get("state") != "CREATED" or not any(name.startswith(f"SERVE_REPLICA::{app}#") for app in apps):
+        app = next((a for a in apps if name.startswith(f"SERVE_REPLICA::{a}#")), None)
+        if app is None or info.get("state") != "CREATED":
             continue
+        grouped.add(app)
         for index, bundle in (info.get("bundles") or {}).items():
             node = by_id.get(str((info.get("bundles_to_node_id") or {}).get(index, "")))
             if node is not None:
                 node.take({k: -float(v) for k, v in bundle.items()})
     try:
-        from ray._private import state
-
         actors = state.actors()
     except Exception as exc:  # noqa: BLE001
         log.debug("actor table unreadable: %s", exc)
         return
     for info in actors.values():
         name = str(info.get("Name") or "")
-        if info.get("State") not in ("ALIVE", 2) or "Ingress" not in name:
+        app = next((a for a in apps if name.startswith(f"SERVE_REPLICA::{a}#")), None)
+        if app is None or info.get("State") != "ALIVE":
             continue
-        if not any(name.startswith(f"SERVE_REPLICA::{app}#") for app in apps):
-            continue
+        bundles, ingress = apps[app]
+        deployment = name.split("#")[1] if name.count("#") >= 2 else ""
+        held = ingress if "Ingress" in deployment else ({} if app in grouped or not bundles else bundles[0])
         node = by_id.get(str((info.get("Address") or {}).get("NodeID", "")))
-        resources = info.get("RequiredResources") or {}
-        if node is not None and resources:
-            node.take({k: -float(v) for k, v in resources.items()})
+        if node is not None and held:
+            node.take({k: -float(v) for k, v in held.items()})
 
 
 def declared_cluster(demands: Sequence[ModelDemand]) -> Cluster | None:

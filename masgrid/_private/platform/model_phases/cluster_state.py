@@ -80,9 +80,13 @@ def managed_apps() -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
-def remember_app(app: str, fingerprint: str, model: str, state: str = "running") -> None:
+def remember_app(app: str, fingerprint: str, model: str, state: str = "running",
+                 bundles: list[dict[str, float]] | None = None, ingress: dict[str, float] | None = None) -> None:
+    """Note an app a phased sweep deploys, with what one replica and its ingress reserve (a later
+    sweep counts those as free when it may release the app)."""
     data = managed_apps()
-    data[app] = {"fingerprint": fingerprint, "model": model, "state": state}
+    data[app] = {"fingerprint": fingerprint, "model": model, "state": state, "bundles": bundles or [],
+                 "ingress": ingress or {}}
     _kv()._internal_kv_put(_APPS_KEY, json.dumps(data).encode(), overwrite=True, namespace=_NAMESPACE)
 
 

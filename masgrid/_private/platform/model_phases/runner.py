@@ -39,9 +39,13 @@ def needs_phases(cfgs: Sequence[RunConfig]) -> bool:
 def current_plan(cfgs: Sequence[RunConfig]) -> PhasePlan:
     """The plan for `cfgs` on the cluster this process is connected to."""
     deployed = _deployed_apps()
-    wanted = {d.app for c in cfgs for d in managed_models(c)}
-    managed = set(cluster_state.managed_apps()) | wanted
-    cluster = cluster_now(app for app in deployed if app in managed)
+    held: dict[str, tuple[list[dict[str, float]], dict[str, float]]] = {
+        app: (entry.get("bundles") or [], entry.get("ingress") or {})
+        for app, entry in cluster_state.managed_apps().items()}
+    for cfg in cfgs:
+        for demand in managed_models(cfg):
+            held[demand.app] = (demand.replica_bundles, demand.ingress_resources)
+    cluster = cluster_now({app: held[app] for app in deployed if app in held})
     return plan_phases(cfgs, cluster, deployed=_reusable(cfgs, deployed))
 
 
@@ -183,13 +187,14 @@ class PhaseRunner:
         from masgrid._private.platform.preflight import check_served
 
         self.note(f"model phases: loading {demand.name} ({replicas} replica(s))")
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading")
+        shape = {"bundles": demand.replica_bundles, "ingress": demand.ingress_resources}
+        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading", **shape)
         try:
             deploy(demand.settings, replicas=replicas)
         except BaseException:
             self._delete(demand.app)  # nothing half-deployed is left holding the cluster
             raise
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name)
+        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, **shape)
         check_served(probe, demand.settings)
 
     @staticmethod

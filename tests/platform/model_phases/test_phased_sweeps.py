@@ -1,0 +1,163 @@
+"""Sweeps in model phases on the session's Ray (2 CPUs), with stand-in models that reserve
+1.5 CPUs each: two of them cannot be deployed together, as two 16-GPU models on a 16-GPU
+cluster cannot. Serve's own status, sampled during the sweep, is the independent witness of
+what was deployed when. (The real engine's phases: test_phases_engine.py.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.model_phases import cluster_state
+from masgrid._private.platform.model_phases.plan import PhasePlanError
+from masgrid._private.platform.sweep import run_sweep, sweep_settings
+from tests.support.engine import free_port
+
+PORT = free_port()
+
+
+def standin(name: str, cpus: float = 1.5) -> dict:
+    return {"name": name, "served_name": name, "serving": {
+        "kind": "standin", "app": f"ph-{name}", "route_prefix": f"/ph-{name}", "http_port": PORT,
+        "standin": {"cpus": cpus}}}
+
+
+def runs(model: dict, results: str, seeds=(0, 1)) -> list[RunConfig]:
+    return [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "seed": s,
+                                    "backend": "serve", "model": model, "results_dir": results}) for s in seeds]
+
+
+class Witness:
+    """Samples serve.status() every 0.2 s: which of the apps ran at the same time."""
+
+    def __init__(self, apps: set[str]) -> None:
+        self.apps, self.seen, self.stop = apps, [], threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        from ray import serve
+
+        while not self.stop.is_set():
+            try:
+                self.seen.append({a for a in serve.status().applications if a in self.apps})
+            except Exception:  # noqa: BLE001 - Serve not started yet
+                pass
+            time.sleep(0.2)
+
+    def __enter__(self) -> Witness:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def delete_apps(*apps: str) -> None:
+    from ray import serve
+
+    for app in apps:
+        try:
+            serve.delete(app)
+        except Exception:  # noqa: BLE001
+            pass
+        cluster_state.forget_app(app)
+
+
+@pytest.fixture
+def clean(ray_session):
+    yield
+    delete_apps("ph-a", "ph-b", "ph-broken")
+
+
+def test_two_models_that_do_not_fit_together_run_in_two_phases_and_resume_loads_nothing(clean, tmp_path):
+    a, b = standin("a"), standin("b")
+    cfgs = runs(a, str(tmp_path)) + runs(b, str(tmp_path))
+    settings = sweep_settings({"max_concurrent": 2, "progress": "off"})
+    with Witness({"ph-a", "ph-b"}) as witness:
+        result = run_sweep(cfgs, settings)
+    assert result.ran == 4 and result.ok == 4, result
+    assert {"ph-a"} in witness.seen and {"ph-b"} in witness.seen
+    assert not any(s == {"ph-a", "ph-b"} for s in witness.seen)  # never both at once
+    phases = pd.read_parquet(tmp_path / "phases")
+    assert sorted(map(list, phases["loaded"])) == [["a"], ["b"]]  # each model loaded once
+    assert list(phases.sort_values("phase")["released"].map(list)) == [[], ["a"]]
+    assert (phases["runs"] == 2).all() and (phases["load_s"] > 0).all() and (phases["runs_held"] == 0).all()
+    recorded = pd.read_parquet(tmp_path / "runs")
+    assert sorted(recorded["run_id"]) == sorted(c.run_id for c in cfgs)
+    assert set(recorded.groupby("model")["run_id"].count()) == {2}
+    # the resume has nothing pending: no phase, nothing loaded (b stays up from the last phase)
+    again = run_sweep(cfgs, settings)
+    assert again.ran == 0 and again.skipped_ok == 4
+    assert len(pd.read_parquet(tmp_path / "phases")) == 2
+    # a resume of one missing run of a: only a's phase; b is released, a loaded again
+    from masgrid._private.platform.recorder import Recorder
+
+    assert Recorder(str(tmp_path)).run_outcomes()
+    partial = tmp_path / "partial"
+    third = run_sweep(runs(a, str(partial), seeds=(0,)) + runs(b, str(partial), seeds=()), settings)
+    assert third.ran == 1
+    rows = pd.read_parquet(partial / "phases")
+    assert list(rows["loaded"].map(list)) == [["a"]] and list(rows["released"].map(list)) == [["b"]]
+
+
+def test_a_team_that_needs_both_at_once_is_refused_before_anything_starts(clean, tmp_path):
+    from ray import serve
+
+    team = RunConfig.from_mapping({
+        "task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "backend": "serve", "results_dir": str(tmp_path),
+        "model": standin("a"), "team": {"models": ["a", "b"], "presets": {
+            m: {"preset": "standin", **standin(m), "backend": "serve"} for m in ("a", "b")}}})
+    with pytest.raises(PhasePlanError) as err:
+        run_sweep([team], sweep_settings({"progress": "off"}))
+    assert "a team needs a, b deployed at once" in str(err.value) and "CPU 1.5" in str(err.value)
+    assert "CPU 2 in all" in str(err.value)
+    try:
+        apps = set(serve.status().applications)
+    except Exception:  # noqa: BLE001 - no Serve at all: nothing deployed either
+        apps = set()
+    assert not apps & {"ph-a", "ph-b"}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_model_that_does_not_load_holds_its_runs_and_the_next_phase_goes_on(clean, tmp_path):
+    broken = {"name": "broken", "served_name": "broken", "serving": {
+        "kind": "vllm", "accelerator": "cpu", "app": "ph-broken", "route_prefix": "/ph-broken", "http_port": PORT,
+        "model_path": str(tmp_path / "no-weights"), "cpus_per_worker": 0.5, "ingress_cpus": 0.1}}
+    cfgs = runs(broken, str(tmp_path)) + runs(standin("a"), str(tmp_path))
+    result = run_sweep(cfgs, sweep_settings({"progress": "off"}))
+    assert result.held == 2 and result.ok == 2 and result.exit_code == 1
+    held = [line for run_id, line in result.failures.items()]
+    assert all(line.startswith("not run: model broken did not load") and "no model at" in line for line in held)
+    recorded = pd.read_parquet(tmp_path / "runs")
+    assert set(recorded["model"]) == {"a"}  # held runs have no row: a resume runs them
+    phases = pd.read_parquet(tmp_path / "phases")
+    failed = phases[phases["failed"].map(len) > 0].iloc[0]
+    assert list(failed["failed"]) == ["broken"] and failed["runs_held"] == 2 and "no model at" in failed["error"]
+
+
+def test_a_second_sweep_is_refused_while_another_live_sweep_swaps_models(clean, tmp_path, monkeypatch):
+    from ray.experimental import internal_kv
+
+    from masgrid._private.platform.model_phases.cluster_state import PhasesBusy
+    from masgrid._private.platform.warm import job_alive
+
+    key, ns = b"masgrid:model-phases:owner", "masgrid"
+    internal_kv._internal_kv_put(key, json.dumps({"job": "7f000000", "since": time.time()}).encode(), namespace=ns)
+    try:
+        assert job_alive("7f000000")  # an id the GCS does not know counts as alive
+        with pytest.raises(PhasesBusy, match="another sweep .Ray job 7f000000"):
+            run_sweep(runs(standin("a"), str(tmp_path)), sweep_settings({"progress": "off"}))
+        assert not (tmp_path / "runs").exists()
+        # a holder whose job has ended is taken over
+        monkeypatch.setattr("masgrid._private.platform.warm.job_alive", lambda job: False)
+        result = run_sweep(runs(standin("a"), str(tmp_path)), sweep_settings({"progress": "off"}))
+        assert result.ok == 2
+        assert internal_kv._internal_kv_get(key, namespace=ns) is None  # released at the end
+    finally:
+        internal_kv._internal_kv_del(key, namespace=ns)
