@@ -45,7 +45,7 @@ class Witness:
         while not self.stop.is_set():
             try:
                 self.seen.append({a for a in serve.status().applications if a in self.apps})
-            except Exception:  # noqa: BLE001 - Serve not started yet
+            except Exception:
                 pass
             time.sleep(0.2)
 
@@ -64,7 +64,7 @@ def delete_apps(*apps: str) -> None:
     for app in apps:
         try:
             serve.delete(app)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         cluster_state.forget_app(app)
 
@@ -119,7 +119,7 @@ def test_a_team_that_needs_both_at_once_is_refused_before_anything_starts(clean,
     assert "CPU 2 in all" in str(err.value)
     try:
         apps = set(serve.status().applications)
-    except Exception:  # noqa: BLE001 - no Serve at all: nothing deployed either
+    except Exception:
         apps = set()
     assert not apps & {"ph-a", "ph-b"}
     assert not (tmp_path / "runs").exists()

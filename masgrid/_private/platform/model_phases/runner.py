@@ -187,14 +187,14 @@ class PhaseRunner:
         from masgrid._private.platform.preflight import check_served
 
         self.note(f"model phases: loading {demand.name} ({replicas} replica(s))")
-        shape = {"bundles": demand.replica_bundles, "ingress": demand.ingress_resources}
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading", **shape)
+        bundles, ingress = demand.replica_bundles, demand.ingress_resources
+        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading", bundles, ingress)
         try:
             deploy(demand.settings, replicas=replicas)
         except BaseException:
             self._delete(demand.app)  # nothing half-deployed is left holding the cluster
             raise
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, **shape)
+        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "running", bundles, ingress)
         check_served(probe, demand.settings)
 
     @staticmethod
