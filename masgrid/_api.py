@@ -129,7 +129,8 @@ class Results:
     out and why; `all_runs` is every recorded row. `agents` and `events` belong to `runs`.
     `damaged`: every file set aside so far (quarantine/log.jsonl, this load's and earlier ones,
     e.g. a resume's), one line each, as the report index lists them. `cells`: adaptive sweeps' cells
-    table (why each grid cell stopped; docs/adaptive.md), empty without one."""
+    table (why each grid cell stopped; docs/adaptive.md), empty without one. `phases`: the model
+    phases of sweeps that deployed their models (what each loaded, how long; docs/model-phases.md)."""
 
     runs: pd.DataFrame
     agents: pd.DataFrame
@@ -138,6 +139,7 @@ class Results:
     note: str
     damaged: list[str]
     cells: pd.DataFrame = field(default_factory=pd.DataFrame)
+    phases: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __iter__(self) -> Any:  # runs, agents, events = masgrid.load_results(d)
         return iter((self.runs, self.agents, self.events))
@@ -158,10 +160,12 @@ def load_results(results_dir: str | Path, include_invalid: bool = False) -> Resu
         return frame[frame["run_id"].isin(keep)] if not frame.empty else frame
 
     from masgrid._private.analysis.cells import read_cells
+    from masgrid._private.analysis.model_phases import read_phases
 
     return Results(runs=runs, agents=belonging(loaded.agents), events=belonging(loaded.events), all_runs=loaded.runs,
                    note=exclusion_note(every) if not every.empty else "no runs recorded",
-                   damaged=describe(loaded.quarantined), cells=read_cells(results_dir))
+                   damaged=describe(loaded.quarantined), cells=read_cells(results_dir),
+                   phases=read_phases(results_dir))
 
 
 def report(results_dir: str | Path, out: str | Path | None = None, include_invalid: bool = False,

@@ -94,7 +94,7 @@ def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
         probes.append(check_endpoint(settings, messages=_first_messages(first)))
     for settings, served_cfg in to_serve.values():
         probes.append(check_served(served_cfg, settings))
-    _note(cfgs, [p for p in probes if p])
+    note_probes(cfgs, [p for p in probes if p])
     check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
 
 
@@ -128,7 +128,7 @@ def _first_messages(cfg: RunConfig | None) -> list[dict[str, str]] | None:
         return None
 
 
-def _note(cfgs: Sequence[RunConfig], probes: list[dict[str, Any]]) -> None:
+def note_probes(cfgs: Sequence[RunConfig], probes: list[dict[str, Any]]) -> None:
     """Append what the probes found to each results_dir's preflight.jsonl."""
     if not probes:
         return

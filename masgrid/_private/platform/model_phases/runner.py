@@ -184,7 +184,7 @@ class PhaseRunner:
         """Deploy the model, then the preflight's check through it with the first prompt of a
         run it serves (a deployment that is up but cannot answer that run holds its runs)."""
         from masgrid._private.actors.serving.deploy import deploy
-        from masgrid._private.platform.preflight import check_served
+        from masgrid._private.platform.preflight import check_served, note_probes
 
         self.note(f"model phases: loading {demand.name} ({replicas} replica(s))")
         bundles, ingress = demand.replica_bundles, demand.ingress_resources
@@ -195,7 +195,9 @@ class PhaseRunner:
             self._delete(demand.app)  # nothing half-deployed is left holding the cluster
             raise
         cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "running", bundles, ingress)
-        check_served(probe, demand.settings)
+        found = check_served(probe, demand.settings)
+        if found:  # the probe's tokens, as preflight notes its own (the engine counted them too)
+            note_probes([probe], [found])
 
     @staticmethod
     def _delete(app: str) -> None:
