@@ -44,7 +44,7 @@ def main(address: str, metrics_port: int, out: Path, stop: Path) -> None:
         while not stop.exists():
             try:
                 apps = {name: str(app.status).rsplit(".", 1)[-1] for name, app in serve.status().applications.items()}
-            except Exception:  # noqa: BLE001 - Serve not started yet
+            except Exception:
                 apps = {}
             sink.write(json.dumps({"t": time.time(), "apps": apps, "counters": counters(metrics_port)}) + "\n")
             sink.flush()

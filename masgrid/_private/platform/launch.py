@@ -346,16 +346,12 @@ def _actor(handle_or_name: Any) -> Any:
 
 
 def _ensure_deployments(cfgs: list[RunConfig]) -> None:
-    """backend=serve: the model's Serve app must be up before drivers start (deploys it if not)."""
-    seen: set[str] = set()
-    for cfg in cfgs:
-        # A preset with its own base_url points at an endpoint someone else runs.
-        for settings in cfg.agent_endpoints():  # a team: each served member (backend=openai needs a base_url)
-            if not settings.base_url and settings.name not in seen:
-                seen.add(settings.name)
-                from masgrid._private.platform.serving import ensure_served
+    """backend=serve: the models' Serve apps must be up before drivers start: deployed here as
+    one model phase when they are not (a sweep deploys them phase by phase before this)."""
+    from masgrid._private.platform.model_phases.runner import ensure_models, needs_phases
 
-                ensure_served(settings)
+    if needs_phases(cfgs):
+        ensure_models(cfgs)
 
 
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,

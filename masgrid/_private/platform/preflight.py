@@ -92,6 +92,17 @@ def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
     probes: list[dict[str, Any] | None] = []
     for settings, first in http.values():  # before Ray starts: fails in seconds
         probes.append(check_endpoint(settings, messages=_first_messages(first)))
+    if to_serve:  # the apps these runs need, deployed together (one line if they cannot be)
+        from masgrid._private.platform.launch import ensure_ray
+        from masgrid._private.platform.model_phases.cluster_state import PhasesBusy
+        from masgrid._private.platform.model_phases.plan import PhasePlanError
+        from masgrid._private.platform.model_phases.runner import ensure_models
+
+        ensure_ray(cfgs[0].execution.ray_address)
+        try:
+            ensure_models([c for c in cfgs if c.preflight])
+        except (PhasePlanError, PhasesBusy) as exc:
+            raise PreflightError(str(exc)) from None
     for settings, served_cfg in to_serve.values():
         probes.append(check_served(served_cfg, settings))
     note_probes(cfgs, [p for p in probes if p])

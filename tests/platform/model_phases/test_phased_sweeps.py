@@ -161,3 +161,27 @@ def test_a_second_sweep_is_refused_while_another_live_sweep_swaps_models(clean, 
         assert internal_kv._internal_kv_get(key, namespace=ns) is None  # released at the end
     finally:
         internal_kv._internal_kv_del(key, namespace=ns)
+
+
+def test_a_single_run_deploys_its_model_as_one_phase_and_refuses_a_team_that_cannot_fit(clean, tmp_path):
+    """Outside a sweep (masgrid run, the API): the app a phased sweep left up is released for a
+    model that needs its room, and a team that cannot be up at once is one preflight line."""
+    from ray import serve
+
+    from masgrid._private.platform.launch import run_many
+    from masgrid._private.platform.preflight import PreflightError, preflight
+
+    first = run_sweep(runs(standin("a"), str(tmp_path / "s"), seeds=(0,)), sweep_settings({"progress": "off"}))
+    assert first.ok == 1 and "ph-a" in serve.status().applications
+    (cfg,) = runs(standin("b"), str(tmp_path / "one"), seeds=(0,))
+    preflight([cfg])  # loads b, releasing a (the sweep's leftover)
+    apps = set(serve.status().applications)
+    assert "ph-b" in apps and "ph-a" not in apps
+    (summary,) = run_many([cfg])
+    assert summary.status == "ok"
+    team = RunConfig.from_mapping({
+        "task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "backend": "serve", "results_dir": str(tmp_path),
+        "model": standin("a"), "team": {"models": ["a", "b"], "presets": {
+            m: {"preset": "standin", **standin(m), "backend": "serve"} for m in ("a", "b")}}})
+    with pytest.raises(PreflightError, match="a team needs a, b deployed at once"):
+        preflight([team])

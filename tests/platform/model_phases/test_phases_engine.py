@@ -141,5 +141,5 @@ def test_two_tiny_engines_that_cannot_share_the_cluster_sweep_in_phases_through_
     assert final["prompt_tokens"] == b["tokens_in"].sum() + probe_b[0]["prompt_tokens"], final
     assert final["generation_tokens"] == b["tokens_out"].sum() + probe_b[0]["completion_tokens"], final
     # tiny_a's engine counted at least what its recorded runs used (the killed run's calls too)
-    counted_a = max((s["counters"].get("tiny_a", {}).get("prompt_tokens", 0) for s in samples))
+    counted_a = max(s["counters"].get("tiny_a", {}).get("prompt_tokens", 0) for s in samples)
     assert counted_a >= runs[runs["model"] == "tiny_a"]["tokens_in"].sum()

@@ -21,7 +21,7 @@ from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.model_phases import cluster_state
 from masgrid._private.platform.model_phases.capacity import Cluster, cluster_now
 from masgrid._private.platform.model_phases.demand import ModelDemand
-from masgrid._private.platform.model_phases.plan import Phase, PhasePlan, managed_models, plan_phases
+from masgrid._private.platform.model_phases.plan import Phase, PhasePlan, PhasePlanError, managed_models, plan_phases
 
 log = logging.getLogger(__name__)
 #: times the runs left after a lost engine or node are planned again within one sweep
@@ -167,52 +167,88 @@ class PhaseRunner:
 
     # -- Serve ----------------------------------------------------------------------------------
     def _release(self, plan: PhasePlan, keep: set[str]) -> list[str]:
-        """Release the managed apps up now that the phase does not need (delete, or put asleep)."""
-        managed = cluster_state.managed_apps()
-        ours = set(plan.demands) | set(managed)
-        names = []
-        for app in _deployed_apps():
-            if app in keep or app not in ours:
-                continue
-            name = plan.demands[app].name if app in plan.demands else str(managed.get(app, {}).get("model", app))
-            self.note(f"model phases: releasing {name}")
-            self._delete(app)
-            names.append(name)
-        return names
+        return release_unneeded(plan, keep, self.note)
 
     def _load(self, demand: ModelDemand, replicas: int, probe: RunConfig) -> None:
-        """Deploy the model, then the preflight's check through it with the first prompt of a
-        run it serves (a deployment that is up but cannot answer that run holds its runs)."""
-        from masgrid._private.actors.serving.deploy import deploy
-        from masgrid._private.platform.preflight import check_served, note_probes
-
-        self.note(f"model phases: loading {demand.name} ({replicas} replica(s))")
-        bundles, ingress = demand.replica_bundles, demand.ingress_resources
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading", bundles, ingress)
-        try:
-            deploy(demand.settings, replicas=replicas)
-        except BaseException:
-            self._delete(demand.app)  # nothing half-deployed is left holding the cluster
-            raise
-        cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "running", bundles, ingress)
-        found = check_served(probe, demand.settings)
-        if found:  # the probe's tokens, as preflight notes its own (the engine counted them too)
-            note_probes([probe], [found])
+        load_model(demand, replicas, probe, self.note)
 
     @staticmethod
     def _delete(app: str) -> None:
-        from ray import serve
-
-        try:
-            serve.delete(app)  # waits until its replicas, and their engines, are stopped
-        except Exception as exc:  # noqa: BLE001 - already gone
-            log.debug("Serve app %s: %s", app, exc)
-        cluster_state.forget_app(app)
+        delete_app(app)
 
     def _write(self) -> None:
         from masgrid._private.analysis.model_phases import write_phases
 
         write_phases(self.rows, self.sweep_id, self.results_dirs)
+
+
+def release_unneeded(plan: PhasePlan, keep: set[str], note: Callable[[str], None]) -> list[str]:
+    """Release the managed apps up now that are not in `keep` (this sweep's models, and those
+    an earlier phased sweep deployed); apps deployed any other way are left alone."""
+    managed = cluster_state.managed_apps()
+    ours = set(plan.demands) | set(managed)
+    names = []
+    for app in _deployed_apps():
+        if app in keep or app not in ours:
+            continue
+        name = plan.demands[app].name if app in plan.demands else str(managed.get(app, {}).get("model", app))
+        note(f"model phases: releasing {name}")
+        delete_app(app)
+        names.append(name)
+    return names
+
+
+def load_model(demand: ModelDemand, replicas: int, probe: RunConfig, note: Callable[[str], None]) -> None:
+    """Deploy the model, then the preflight's check through it with the first prompt of a run
+    it serves (a deployment that is up but cannot answer that run fails here)."""
+    from masgrid._private.actors.serving.deploy import deploy
+    from masgrid._private.platform.preflight import check_served, note_probes
+
+    note(f"model phases: loading {demand.name} ({replicas} replica(s))")
+    bundles, ingress = demand.replica_bundles, demand.ingress_resources
+    cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "loading", bundles, ingress)
+    try:
+        deploy(demand.settings, replicas=replicas)
+    except BaseException:
+        delete_app(demand.app)  # nothing half-deployed is left holding the cluster
+        raise
+    cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "running", bundles, ingress)
+    found = check_served(probe, demand.settings)
+    if found:  # the probe's tokens, as preflight notes its own (the engine counted them too)
+        note_probes([probe], [found])
+
+
+def delete_app(app: str) -> None:
+    from ray import serve
+
+    try:
+        serve.delete(app)  # waits until its replicas, and their engines, are stopped
+    except Exception as exc:  # noqa: BLE001 - already gone
+        log.debug("Serve app %s: %s", app, exc)
+    cluster_state.forget_app(app)
+
+
+def ensure_models(cfgs: Sequence[RunConfig], note: Callable[[str], None] = log.info) -> None:
+    """Outside a sweep (`masgrid run`, the Python API): deploy what these runs need as one
+    phase, releasing the apps an earlier phased sweep left up that they do not need. Runs
+    whose models cannot be up together are refused (PhasePlanError): a sweep runs them in phases."""
+    wanted = {d.app: d for c in cfgs for d in managed_models(c)}
+    up = set(_deployed_apps())
+    if all(app in up for app in wanted):
+        return
+    with cluster_state.phase_lock():
+        plan = current_plan(cfgs)
+        if len(plan.phases) > 1:
+            raise PhasePlanError(f"these runs need {', '.join(sorted(d.name for d in wanted.values()))}, which do not "
+                                 f"fit on the cluster together ({plan.cluster.describe()}); run them as a sweep "
+                                 "(masgrid run -m), which deploys them in phases")
+        phase = plan.phases[0]
+        release_unneeded(plan, set(phase.models), note)
+        up = set(_deployed_apps())
+        for app in phase.models:
+            if app not in up:
+                probe = next(c for c in phase.runs if app in plan.needs[c.run_id])
+                load_model(plan.demands[app], phase.replicas[app], probe, note)
 
 
 def _deployed_apps() -> list[str]:
