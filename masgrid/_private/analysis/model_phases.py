@@ -26,12 +26,14 @@ PHASE_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "error": (pa.string(), "why a model did not load, or why the phase stopped; null when none"),
     "load_s": (pa.float64(), "seconds spent deploying or waking the phase's models"),
     "release_s": (pa.float64(), "seconds spent releasing the models the phase did not need"),
-    "run_s": (pa.float64(), "seconds from the phase's first run starting to its last ending"),
+    "run_s": (pa.float64(), "seconds from the phase's first run starting to its last ending; null while the phase "
+                            "runs, and for good when the command was killed during it"),
     "runs": (pa.int64(), "runs the phase was planned to serve"),
     "runs_held": (pa.int64(), "of those, runs not started because a model they need did not load"),
     "cluster": (pa.string(), "the cluster capacity the plan was made for, in words"),
     "started_at": (pa.timestamp("us", tz="UTC"), "when the phase began releasing and loading"),
-    "ended_at": (pa.timestamp("us", tz="UTC"), "when its last run ended"),
+    "ended_at": (pa.timestamp("us", tz="UTC"), "when its last run ended; null: the phase did not end (still "
+                                                "running, or the command was killed)"),
     "results_dir": (pa.string(), "where the phase's runs are recorded"),
 }
 PHASES_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in PHASE_COLUMNS.items()])
@@ -75,7 +77,9 @@ def loading_share(phases: Any) -> dict[str, float]:
     loading and releasing models (from each phase's start to its end)."""
     if phases.empty:
         return {}
-    wall = float((phases["ended_at"] - phases["started_at"]).dt.total_seconds().sum())
+    ended = phases[phases["ended_at"].notna()]  # a phase a killed command left unfinished has no wall time
+    wall = float((ended["ended_at"] - ended["started_at"]).dt.total_seconds().sum())
+    phases = ended
     load = float(phases["load_s"].fillna(0).sum())
     release = float(phases["release_s"].fillna(0).sum())
     return {"phases": float(len(phases)), "wall_s": wall, "load_s": load, "release_s": release,

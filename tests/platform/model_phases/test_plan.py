@@ -198,3 +198,76 @@ def test_bundles_are_the_ones_ray_serve_llm_asks_for(overrides):
     assert theirs == demand.replica_bundles
     assert options["placement_group_strategy"] == demand.strategy
     assert fits(Cluster([Node("n", demand.total(1))], "explicit"), [(demand, 1)])
+
+
+def shared(name: str, release: str) -> dict:
+    """tp4 with half a GPU per worker and 90 % of each GPU's memory: two such models fit in
+    Ray's accounting on 4 GPUs, but not awake together in GPU memory."""
+    preset = gpu_preset(name, tp=4)
+    preset["serving"].update(gpus_per_worker=0.5, release=release)
+    return preset
+
+
+def test_gpu_memory_keeps_engines_that_share_gpus_from_being_awake_together():
+    a, b = shared("a", "delete"), shared("b", "delete")
+    plan = plan_phases([run(a), run(b)], cluster(4, cpus=16))
+    assert [p.models for p in plan.phases] == [["app-a"], ["app-b"]] and plan.phases[1].releases == ["app-a"]
+    assert not plan.phases[1].sleeps
+
+
+def test_a_model_released_by_sleep_stays_asleep_where_its_ray_resources_still_fit_and_is_woken_later():
+    from masgrid._private.platform.model_phases.plan import _build
+
+    a, b = shared("a", "sleep"), shared("b", "delete")
+    plan = plan_phases([run(a), run(b)], cluster(4, cpus=16))
+    assert plan.phases[1].sleeps == ["app-a"] and plan.phases[1].asleep == ["app-a"] and not plan.phases[1].releases
+    demands = plan.demands
+    phases = _build([{"app-a"}, {"app-b"}, {"app-a"}], demands, cluster(4, cpus=16), set())
+    assert phases[2].wakes == ["app-a"] and phases[2].loads == [] and phases[2].releases == ["app-b"]
+    # whole-GPU workers: a sleeping model's GPUs stay reserved in Ray, so it is released instead
+    c, d = gpu_preset("c", tp=4), gpu_preset("d", tp=4)
+    c["serving"]["release"] = "sleep"
+    plan = plan_phases([run(c), run(d)], cluster(4, cpus=16))
+    assert plan.phases[1].releases == ["app-c"] and not plan.phases[1].sleeps
+
+
+def test_sleep_and_wake_go_to_serve_llm_control_routes(tmp_path, monkeypatch):
+    """The request set_asleep sends (a loopback server records it; Serve LLM's dev ingress
+    serves these routes on GPU builds, which this machine has not)."""
+    import http.server
+    import json
+    import threading
+
+    from masgrid._private.platform.model_phases import cluster_state, runner
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            seen.append((self.path, json.loads(self.rfile.read(int(self.headers["content-length"])))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(cluster_state, "remember_app", lambda *a, **k: None)
+    preset = shared("a", "sleep")
+    preset["serving"]["http_port"] = server.server_address[1]
+    demand = demand_of(run(preset).model)
+    try:
+        runner.set_asleep(demand, True, lambda _: None)
+        runner.set_asleep(demand, False, lambda _: None)
+    finally:
+        server.shutdown()
+    assert seen == [("/a/sleep", {"model": "a", "options": {"level": 1}}), ("/a/wakeup", {"model": "a", "options": {}})]
+
+
+def test_sleep_is_refused_where_the_engine_has_no_sleep_mode():
+    from masgrid._private.actors.serving.spec import ServingError
+
+    settings = compose_model(["model=tiny_cpu", "+model.serving.release=sleep"])
+    with pytest.raises(ServingError, match="release: sleep needs vLLM's sleep mode"):
+        demand_of(settings)

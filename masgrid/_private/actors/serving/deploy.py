@@ -89,6 +89,10 @@ def build_application(settings: BackendSettings, spec: ServingSpec, replicas: in
     spec.check_weights()
     args = spec.openai_app_args(settings.request_model, replicas)
     args["llm_configs"] = [LLMConfig(**config) for config in args["llm_configs"]]
+    if spec.release == "sleep":  # Serve LLM's ingress with the /sleep and /wakeup control routes
+        from ray.llm._internal.serve.core.ingress.dev_ingress import build_dev_openai_app
+
+        return build_dev_openai_app(args)
     return build_openai_app(args)
 
 

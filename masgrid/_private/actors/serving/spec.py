@@ -153,6 +153,9 @@ class ServingSpec(_Strict):
     accelerator_type: str | None = None
     placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
     cpus_per_worker: float = Field(1.0, ge=0)
+    gpus_per_worker: float = Field(1.0, gt=0, le=1, description="gpu: the GPU share of each engine worker; below 1, "
+                                   "engines of several models may share GPUs (their gpu_memory_utilization must "
+                                   "then add up to at most 1 per GPU among those awake: docs/model-phases.md)")
     ingress_cpus: float | None = Field(None, ge=0, description="Ray CPUs of the OpenAI ingress replica "
                                        "(null: Serve LLM's default, 1)")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
@@ -305,6 +308,8 @@ class ServingSpec(_Strict):
             out["trust_remote_code"] = True
         if e.tool_call_parser:
             out.update(tool_call_parser=e.tool_call_parser, enable_auto_tool_choice=True)
+        if self.release == "sleep":  # a model phase puts the engine to sleep instead of deleting it
+            out["enable_sleep_mode"] = True
         out.update(e.extra)
         return out
 
@@ -313,7 +318,7 @@ class ServingSpec(_Strict):
         is pinned through the `accelerator_type:<name>` resource Ray gives such nodes."""
         if self.accelerator == "cpu":
             return {"bundle_per_worker": {"CPU": self.cpus_per_worker}, "strategy": self.placement_strategy}
-        bundle: dict[str, float] = {"GPU": 1, "CPU": self.cpus_per_worker}
+        bundle: dict[str, float] = {"GPU": self.gpus_per_worker, "CPU": self.cpus_per_worker}
         if self.accelerator_type and not _ray_knows_accelerator(self.accelerator_type):
             bundle[f"accelerator_type:{self.accelerator_type}"] = 0.001
         return {"bundle_per_worker": bundle, "strategy": self.placement_strategy}

@@ -48,12 +48,13 @@ class Cluster:
         out: Resources = {}
         for node in self.nodes:
             for key, amount in node.free.items():
-                if not key.startswith(_NOISE):
+                if not key.startswith(_NOISE) and key != "gpu_memory":
                     out[key] = out.get(key, 0.0) + amount
         return out
 
     def describe(self) -> str:
-        per_node = sorted({fmt_resources({k: v for k, v in n.free.items() if not k.startswith(_NOISE)})
+        per_node = sorted({fmt_resources({k: v for k, v in n.free.items()
+                                          if not k.startswith(_NOISE) and k != "gpu_memory"})
                            for n in self.nodes})
         where = {"ray": "free on the cluster", "preset": "declared by the presets' `cluster`",
                  "explicit": "given"}.get(self.source, self.source)
@@ -69,16 +70,25 @@ class Placement:
     ingress: dict[str, str] = field(default_factory=dict)
 
 
-def place(cluster: Cluster, wanted: Iterable[tuple[ModelDemand, int]],
+#: the memory of a node's GPUs, in GPUs: not a Ray resource, but what awake vLLM engines share
+#: (each takes gpu_memory_utilization of every GPU it runs on; a sleeping engine takes none)
+GPU_MEMORY = "gpu_memory"
+
+
+def place(cluster: Cluster, wanted: Iterable[tuple[ModelDemand, int] | tuple[ModelDemand, int, bool]],
           placed: Placement | None = None) -> Placement | None:
     """Place `replicas` replicas of each model (and each app's ingress) on a copy-free
     `cluster` (mutated: what is placed is taken); None when something does not fit. Larger
-    groups go first, as a packer would."""
+    groups go first, as a packer would. A third item False: the model is asleep (it holds
+    its Ray resources, not its GPU memory)."""
     placed = placed if placed is not None else Placement()
-    order = sorted(wanted, key=lambda w: _weight(w[0]), reverse=True)
-    for demand, replicas in order:
+    for each in cluster.nodes:  # GPU memory: as many GPUs' worth as the node has GPUs free for models
+        each.free.setdefault(GPU_MEMORY, each.free.get("GPU", 0.0))
+    entries = [(w[0], w[1], bool(w[2]) if len(w) > 2 else True) for w in wanted]
+    order = sorted(entries, key=lambda w: _weight(w[0]), reverse=True)
+    for demand, replicas, awake in order:
         for replica in range(replicas):
-            nodes = place_group(cluster, demand.replica_bundles, demand.strategy)
+            nodes = place_group(cluster, bundles_of(demand, awake), demand.strategy)
             if nodes is None:
                 return None
             for i, node_id in enumerate(nodes):
@@ -94,6 +104,14 @@ def place(cluster: Cluster, wanted: Iterable[tuple[ModelDemand, int]],
 
 def fits(cluster: Cluster, wanted: Iterable[tuple[ModelDemand, int]]) -> bool:
     return place(cluster.copy(), wanted) is not None
+
+
+def bundles_of(demand: ModelDemand, awake: bool = True) -> list[Resources]:
+    """One replica's bundles as the fit sees them: Ray's, plus the GPU memory an awake engine takes."""
+    out = demand.replica_bundles
+    if awake and demand.gpu_memory > 0:
+        out = [{**b, GPU_MEMORY: demand.gpu_memory} if b.get("GPU", 0.0) > 0 else b for b in out]
+    return out
 
 
 def place_group(cluster: Cluster, bundles: Sequence[Resources], strategy: str) -> list[str] | None:

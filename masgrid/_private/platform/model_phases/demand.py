@@ -41,6 +41,7 @@ class ModelDemand:
     replicas: int | None  # None: replicas=auto (filled per phase)
     auto_max: int
     release: str  # delete | sleep
+    gpu_memory: float  # share of one GPU's memory each GPU bundle's engine takes while awake (0: none)
     fingerprint: str  # the deployment's configuration: a different one is a different model
 
     @property
@@ -83,6 +84,8 @@ def demand_of(settings: BackendSettings) -> ModelDemand:
                        ingress=tuple(sorted(_ingress(spec).items())),
                        replicas=None if spec.replicas == "auto" else spec.max_replicas,
                        auto_max=spec.auto_replicas_max, release=spec.release,
+                       gpu_memory=spec.engine.gpu_memory_utilization
+                       if spec.kind == "vllm" and spec.accelerator == "gpu" else 0.0,
                        fingerprint=fingerprint(settings, spec))
 
 

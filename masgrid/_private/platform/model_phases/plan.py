@@ -19,7 +19,7 @@ from typing import Any
 from collections.abc import Sequence
 
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.model_phases.capacity import Cluster, Placement, fits, place, place_group
+from masgrid._private.platform.model_phases.capacity import Cluster, Placement, bundles_of, fits, place, place_group
 from masgrid._private.platform.model_phases.demand import ModelDemand, demand_of
 
 
@@ -35,6 +35,9 @@ class Phase:
     loads: list[str] = field(default_factory=list)  # apps deployed when the phase starts
     keeps: list[str] = field(default_factory=list)  # apps kept from the phase before
     releases: list[str] = field(default_factory=list)  # apps released when it starts
+    sleeps: list[str] = field(default_factory=list)  # apps put to sleep when it starts (release: sleep)
+    wakes: list[str] = field(default_factory=list)  # sleeping apps woken for it
+    asleep: list[str] = field(default_factory=list)  # apps asleep during it (they keep their Ray resources)
     runs: list[RunConfig] = field(default_factory=list)
     placement: Placement | None = None
 
@@ -58,7 +61,9 @@ class PhasePlan:
                         "replicas": {self.demands[a].name: p.replicas[a] for a in p.models},
                         "loads": [self.demands[a].name for a in p.loads],
                         "keeps": [self.demands[a].name for a in p.keeps],
-                        "releases": [self.demands[a].name for a in p.releases], "runs": len(p.runs)})
+                        "releases": [self.demands[a].name for a in p.releases],
+                        "sleeps": [self.demands[a].name for a in p.sleeps],
+                        "wakes": [self.demands[a].name for a in p.wakes], "runs": len(p.runs)})
         return out
 
     def text(self) -> str:
@@ -69,6 +74,10 @@ class PhasePlan:
             moves = []
             if p.releases:
                 moves.append("release " + ", ".join(self.demands[a].name for a in p.releases))
+            if p.sleeps:
+                moves.append("put to sleep " + ", ".join(self.demands[a].name for a in p.sleeps))
+            if p.wakes:
+                moves.append("wake " + ", ".join(self.demands[a].name for a in p.wakes))
             if p.loads:
                 moves.append("load " + ", ".join(self.demands[a].name for a in p.loads))
             if p.keeps:
@@ -159,26 +168,39 @@ def _order(sets: list[set[str]], deployed: set[str]) -> list[set[str]]:
 def _build(sets: list[set[str]], demands: dict[str, ModelDemand], cluster: Cluster,
            deployed: set[str]) -> list[Phase]:
     """Phases with their loads, keeps, releases and replica counts: a kept model keeps its
-    replicas; replicas=auto models loaded in a phase share what the phase leaves free."""
+    replicas; replicas=auto models loaded in a phase share what the phase leaves free. A model
+    whose preset says `release: sleep` is put to sleep instead of released, and still holds
+    its Ray resources while asleep (a sleeping Serve replica keeps its placement group); where
+    the next phase does not fit beside the sleeping models, they are released after all."""
     phases: list[Phase] = []
     up: dict[str, int] = {}  # app -> replicas while loaded (deployed apps: unknown, counted as 1)
+    asleep: dict[str, int] = {}
     for app in deployed:
         if app in demands:
             up[app] = demands[app].replicas or 1
     for i, models in enumerate(sets, start=1):
-        keeps = sorted(a for a in models if a in up)
-        loads = sorted((a for a in models if a not in up), key=lambda a: demands[a].name)
-        releases = sorted(a for a in up if a not in models)
-        replicas = {a: up[a] for a in keeps}
+        wakes = sorted(a for a in models if a in asleep)
+        keeps = sorted(a for a in models if a in up or a in asleep)
+        loads = sorted((a for a in models if a not in up and a not in asleep), key=lambda a: demands[a].name)
+        leaving = {a: n for a, n in {**up, **asleep}.items() if a not in models}
+        sleepers = {a: n for a, n in leaving.items() if demands[a].release == "sleep"}
+        replicas = {a: up.get(a, asleep.get(a, 1)) for a in keeps}
         for app in loads:
             replicas[app] = demands[app].replicas or 1
         trial = cluster.copy()
-        placement = place(trial, ((demands[a], replicas[a]) for a in sorted(models)))
+        placement = place(trial, [(demands[a], replicas[a], True) for a in sorted(models)]
+                          + [(demands[a], n, False) for a, n in sorted(sleepers.items())])
+        if placement is None and sleepers:  # no room beside the sleeping models: release them
+            sleepers = {}
+            trial = cluster.copy()
+            placement = place(trial, [(demands[a], replicas[a]) for a in sorted(models)])
         if placement is not None:
             _fill(trial, placement, [demands[a] for a in loads if demands[a].replicas is None], replicas)
         phases.append(Phase(index=i, models=keeps + loads, replicas=replicas, loads=loads, keeps=keeps,
-                            releases=releases, placement=placement))
-        up = dict(replicas)
+                            releases=sorted(a for a in leaving if a not in sleepers),
+                            sleeps=sorted(a for a in sleepers if a not in asleep), wakes=wakes,
+                            asleep=sorted(sleepers), placement=placement))
+        up, asleep = dict(replicas), dict(sleepers)
     return phases
 
 
@@ -187,7 +209,7 @@ def _fill(cluster: Cluster, placement: Placement, auto: list[ModelDemand], repli
     growing = [d for d in auto if replicas[d.app] < d.auto_max]
     while growing:
         for demand in list(growing):
-            nodes = place_group(cluster, demand.replica_bundles, demand.strategy)
+            nodes = place_group(cluster, bundles_of(demand), demand.strategy)
             if nodes is None:
                 growing.remove(demand)
                 continue

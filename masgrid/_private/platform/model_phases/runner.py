@@ -104,7 +104,10 @@ class PhaseRunner:
                                "load_s": 0.0, "release_s": 0.0, "run_s": 0.0, "runs": len(phase.runs),
                                "runs_held": 0, "cluster": plan.cluster.describe(), "started_at": started}
         t0 = time.monotonic()
-        released = self._release(plan, keep=set(phase.models))
+        released = self._release(plan, keep=set(phase.models) | set(phase.asleep))
+        for app in phase.sleeps:
+            set_asleep(plan.demands[app], True, self.note)
+            released.append(plan.demands[app].name)
         row["released"] = released
         row["release_s"] = time.monotonic() - t0
         t1 = time.monotonic()
@@ -112,6 +115,13 @@ class PhaseRunner:
         up = set(_deployed_apps())
         for app in phase.models:
             demand = plan.demands[app]
+            if app in up and _registered(app, demand, "asleep"):
+                try:
+                    set_asleep(demand, False, self.note)
+                    row["loaded"].append(demand.name)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - not woken: deployed afresh below
+                    log.warning("model %s did not wake (%s); deploying it again", demand.name, exc)
             if app in up and _registered(app, demand):
                 row["kept"].append(demand.name)
                 continue
@@ -134,6 +144,7 @@ class PhaseRunner:
                 runnable.append(cfg)
         row["failed"] = [plan.demands[a].name for a in failed]
         row["error"] = "; ".join(f"{plan.demands[a].name}: {why}" for a, why in failed.items()) or None
+        self._write([*self.rows, {**row, "run_s": None, "ended_at": None}])  # a killed command keeps its loads
         t2 = time.monotonic()
         try:
             if runnable:
@@ -147,7 +158,7 @@ class PhaseRunner:
             row["run_s"] = time.monotonic() - t2
             row["ended_at"] = _now()
             self.rows.append(row)
-            self._write()
+            self._write(self.rows)
 
     def _on_done(self, cfg: RunConfig, summary: Any) -> None:
         if getattr(summary, "engine_lost", None) is not None:  # interrupted by a lost engine: planned again
@@ -176,10 +187,10 @@ class PhaseRunner:
     def _delete(app: str) -> None:
         delete_app(app)
 
-    def _write(self) -> None:
+    def _write(self, rows: list[dict[str, Any]]) -> None:
         from masgrid._private.analysis.model_phases import write_phases
 
-        write_phases(self.rows, self.sweep_id, self.results_dirs)
+        write_phases(rows, self.sweep_id, self.results_dirs)
 
 
 def release_unneeded(plan: PhasePlan, keep: set[str], note: Callable[[str], None]) -> list[str]:
@@ -260,10 +271,31 @@ def _deployed_apps() -> list[str]:
         return []
 
 
-def _registered(app: str, demand: ModelDemand) -> bool:
+def _registered(app: str, demand: ModelDemand, state: str = "running") -> bool:
     """A deployed app counts as this model when a phased sweep deployed it with the same settings."""
     entry = cluster_state.managed_apps().get(app)
-    return entry is not None and entry.get("fingerprint") == demand.fingerprint and entry.get("state") == "running"
+    return entry is not None and entry.get("fingerprint") == demand.fingerprint and entry.get("state") == state
+
+
+def set_asleep(demand: ModelDemand, asleep: bool, note: Callable[[str], None]) -> None:
+    """Put a model to sleep or wake it (release: sleep; vLLM GPU builds): Serve LLM's control
+    routes (/sleep, /wakeup) on the app's HTTP route reach every replica of the model."""
+    import json
+    import urllib.request
+
+    from masgrid._private.actors.serving.spec import parse_serving
+
+    spec = parse_serving(demand.settings.serving)
+    verb = "sleep" if asleep else "wakeup"
+    note(f"model phases: {'putting ' + demand.name + ' to sleep' if asleep else 'waking ' + demand.name}")
+    url = f"http://127.0.0.1:{spec.http_port}{spec.route_prefix.rstrip('/')}/{verb}"
+    body = {"model": demand.settings.request_model, "options": {"level": 1} if asleep else {}}
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        if response.status != 200:
+            raise RuntimeError(f"{verb} of {demand.name}: HTTP {response.status}")
+    cluster_state.remember_app(demand.app, demand.fingerprint, demand.name, "asleep" if asleep else "running",
+                               demand.replica_bundles, demand.ingress_resources)
 
 
 def _reusable(cfgs: Sequence[RunConfig], deployed: Sequence[str]) -> list[str]:
