@@ -243,7 +243,7 @@ def test_sleep_and_wake_go_to_serve_llm_control_routes(tmp_path, monkeypatch):
     seen = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             seen.append((self.path, json.loads(self.rfile.read(int(self.headers["content-length"])))))
             self.send_response(200)
             self.end_headers()
