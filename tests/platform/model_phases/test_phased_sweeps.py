@@ -185,3 +185,37 @@ def test_a_single_run_deploys_its_model_as_one_phase_and_refuses_a_team_that_can
             m: {"preset": "standin", **standin(m), "backend": "serve"} for m in ("a", "b")}}})
     with pytest.raises(PreflightError, match="a team needs a, b deployed at once"):
         preflight([team])
+
+
+def test_an_engine_lost_mid_phase_is_planned_again_and_its_runs_finish(clean, tmp_path):
+    """ph-a's app disappears while its runs are in flight (deleted behind the sweep's back, as
+    a lost node would take it): those runs are interrupted, not failed, the sweep deploys the
+    model again and every run is recorded once, ok."""
+    from ray import serve
+
+    a = standin("a")
+    a["serving"]["standin"]["per_token_latency_s"] = 0.02  # runs long enough to be caught in flight
+    cfgs = runs(a, str(tmp_path), seeds=(0, 1, 2, 3))
+    done = threading.Event()
+
+    def pull_the_plug() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not done.is_set():
+            if any((tmp_path / "runs").rglob("part-*.parquet")):
+                serve.delete("ph-a")
+                return
+            time.sleep(0.1)
+
+    saboteur = threading.Thread(target=pull_the_plug, daemon=True)
+    saboteur.start()
+    try:
+        result = run_sweep(cfgs, sweep_settings({"max_concurrent": 2, "progress": "off"}))
+    finally:
+        done.set()
+        saboteur.join()
+    recorded = pd.read_parquet(tmp_path / "runs")
+    assert result.ok == 4 and result.failed == 0, result
+    assert sorted(recorded["run_id"]) == sorted(c.run_id for c in cfgs) and recorded["run_id"].is_unique
+    phases = pd.read_parquet(tmp_path / "phases").sort_values("started_at")
+    assert [list(r) for r in phases["loaded"]] == [["a"], ["a"]]  # deployed again after the loss
+    assert phases.iloc[0]["error"].startswith("stopped: ")
