@@ -280,6 +280,7 @@ def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
                  execute: Callable[[list[RunConfig], SweepResult, str], None]) -> SweepResult:
     """Open cells take their next seeds together, one `execute` (run_many) per look, until every
     cell has stopped; the cells table is rewritten after every look."""
+    from masgrid._private.platform.model_phases.runner import current_plan, needs_phases
     from masgrid._private.platform.preflight import preflight
     from masgrid._private.platform.sweep import SweepResult, plan_sweep, recorded_status
 
@@ -287,7 +288,14 @@ def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
     cells = build_cells(cfgs, rule)
     results_dirs = sorted({c.base.results_dir for c in cells if c.base is not None})
     statuses = {d: recorded_status(d) for d in results_dirs}  # sets damaged files aside first
-    preflight([c.base for c in cells if c.base is not None])
+    bases = [c.base for c in cells if c.base is not None]
+    phased = needs_phases(bases)
+    if phased:  # models the sweep deploys: each look runs in model phases; refuse what cannot fit now
+        from masgrid._private.platform.launch import ensure_ray
+
+        ensure_ray(bases[0].execution.ray_address)
+        current_plan(bases)
+    preflight(bases, served=not phased)
     if on_start is not None:
         on_start()
     sid = sweep_id(cells, rule)
