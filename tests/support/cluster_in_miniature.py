@@ -171,6 +171,17 @@ def gh200(out: Path, work: Path) -> None:
                                        "bundles_to_node_id": {str(k): v for k, v in
                                                               (table.get("bundles_to_node_id") or {}).items()}})
             seen["ready_s"] = time.monotonic() - t0
+            # what a plan made now would see: the phase's groups hold their resources (the GCS learns
+            # of a placed group from the raylets' resource reports, a moment after it is ready)
+            taken = sum(b.get("CPU", 0.0) for _, _, pg in groups for b in pg.bundle_specs)
+            t1 = time.monotonic()
+            held = cluster_now()
+            while held.totals().get("CPU", 0.0) > ray.cluster_resources()["CPU"] - taken + 1e-6 \
+                    and time.monotonic() - t1 < 15:
+                time.sleep(0.2)
+                held = cluster_now()
+            seen["cluster_while_held"] = {"describe": held.describe(), "totals": held.totals(),
+                                          "wait_s": time.monotonic() - t1}
             # while this phase holds the cluster, the next phase's model cannot be placed
             if i + 1 < len(plan.phases):
                 nxt = plan.demands[plan.phases[i + 1].models[0]]
@@ -237,6 +248,8 @@ class _Watch(threading.Thread):
         self.stop = threading.Event()
         self.together: list[list[str]] = []  # distinct sets of apps seen holding replicas at once
         self.nodes: dict[str, list[str]] = {}  # app -> nodes its replica bundles were on
+        self.bundles: dict[str, list[dict[str, float]]] = {}  # app -> its replica group's bundles, as Serve asked
+        self.ingress: dict[str, dict[str, Any]] = {}  # app -> its ingress actor's resources and node
         self.polls = 0
         self.errors: list[str] = []
 
@@ -257,10 +270,20 @@ class _Watch(threading.Thread):
                 continue
             app = name.split("::", 1)[1].split("#", 1)[0]
             apps.add(app)
+            self.bundles.setdefault(app, [dict(b) for _, b in sorted((info.get("bundles") or {}).items())])
             nodes = self.nodes.setdefault(app, [])
             for node in (info.get("bundles_to_node_id") or {}).values():
                 if node not in nodes:
                     nodes.append(node)
+        if apps - set(self.ingress):
+            from ray._private import state
+
+            for actor in state.actors().values():
+                name = str(actor.get("Name") or "")
+                app = name.split("::", 1)[-1].split("#", 1)[0]
+                if actor.get("State") in ("ALIVE", 2) and name.startswith("SERVE_REPLICA::") and "Ingress" in name:
+                    self.ingress.setdefault(app, {"resources": actor.get("RequiredResources") or {},
+                                                  "node": (actor.get("Address") or {}).get("NodeID")})
         key = sorted(apps)
         if key not in self.together:
             self.together.append(key)
@@ -293,8 +316,8 @@ def tiny(out: Path, work: Path) -> None:
         watch.stop.set()
         watch.join(timeout=10)
         facts["sweep"] = {"rc": proc.returncode, "stdout": proc.stdout[-6000:], "stderr": proc.stderr[-8000:]}
-        facts["watch"] = {"together": watch.together, "nodes": watch.nodes, "polls": watch.polls,
-                          "errors": watch.errors[:5]}
+        facts["watch"] = {"together": watch.together, "nodes": watch.nodes, "bundles": watch.bundles,
+                          "ingress": watch.ingress, "polls": watch.polls, "errors": watch.errors[:5]}
         facts["serve_actors_at_end"] = _serve_actors()
     finally:
         watch.stop.set()
@@ -302,16 +325,20 @@ def tiny(out: Path, work: Path) -> None:
         cluster.shutdown()
     phases = read_phases(results)
     facts["phases"] = json.loads(phases.to_json(orient="records", date_format="iso")) if len(phases) else []
-    runs_dir = results / "runs"
-    if runs_dir.is_dir():
+    if (results / "runs").is_dir():
         import pandas as pd
 
-        runs = pd.read_parquet(runs_dir)
-        facts["run_columns"] = sorted(runs.columns)
-        keep = [c for c in ("run_id", "model", "status", "error", "error_class", "started_at", "prompt_tokens",
-                            "completion_tokens", "total_tokens", "served_model", "usage_source", "token_source")
-                if c in runs.columns]
-        facts["runs"] = json.loads(runs[keep].to_json(orient="records", date_format="iso"))
+        runs = pd.read_parquet(results / "runs", columns=["run_id", "model", "status", "error", "tokens_in",
+                                                           "tokens_out", "model_calls", "calls_usage_estimated"])
+        facts["runs"] = json.loads(runs.to_json(orient="records"))
+        events = pd.read_parquet(results / "events", columns=["run_id", "kind", "ok", "error_class", "usage_source",
+                                                               "tokens_in", "tokens_out"])
+        calls = events[events["kind"] == "model_call"]
+        facts["model_calls"] = {run_id: {"calls": len(c), "usage_sources": c["usage_source"].value_counts().to_dict(),
+                                         "errors": c[~c["ok"].astype(bool)]["error_class"].value_counts().to_dict(),
+                                         "tokens_in": int(c["tokens_in"].fillna(0).sum()),
+                                         "tokens_out": int(c["tokens_out"].fillna(0).sum())}
+                                for run_id, c in calls.groupby("run_id")}
     out.write_text(json.dumps(facts, indent=2, default=str))
 
 
