@@ -175,22 +175,29 @@ def _add_back(cluster: Cluster, apps: set[str]) -> None:
             if node is not None:
                 node.take({k: -float(v) for k, v in bundle.items()})
     try:
-        from ray._private import state
-
-        actors = state.actors()
+        actors = _alive_actors()
     except Exception as exc:  # noqa: BLE001
         log.debug("actor table unreadable: %s", exc)
         return
-    for info in actors.values():
-        name = str(info.get("Name") or "")
-        if info.get("State") not in ("ALIVE", 2) or "Ingress" not in name:
+    for name, node_id, resources in actors:
+        if "Ingress" not in name or not any(name.startswith(f"SERVE_REPLICA::{app}#") for app in apps):
             continue
-        if not any(name.startswith(f"SERVE_REPLICA::{app}#") for app in apps):
-            continue
-        node = by_id.get(str((info.get("Address") or {}).get("NodeID", "")))
-        resources = info.get("RequiredResources") or {}
+        node = by_id.get(node_id)
         if node is not None and resources:
-            node.take({k: -float(v) for k, v in resources.items()})
+            node.take({k: -v for k, v in resources.items()})
+
+
+def _alive_actors() -> list[tuple[str, str, Resources]]:
+    """(name, node id, resources it reserved) of each alive actor. Read from the GCS actor table
+    as stored: `ray._private.state.actors()` leaves out what an actor reserved (Ray 2.60)."""
+    from ray._private import state
+    from ray.core.generated import gcs_pb2
+
+    out = []
+    for raw in state.state._connect_and_get_accessor().get_actor_table(None, "ALIVE"):
+        data = gcs_pb2.ActorTableData.FromString(raw)
+        out.append((data.name, data.address.node_id.hex(), {k: float(v) for k, v in data.required_resources.items()}))
+    return out
 
 
 def declared_cluster(demands: Sequence[ModelDemand]) -> Cluster | None:
