@@ -276,18 +276,27 @@ class _Watch(threading.Thread):
                 if node not in nodes:
                     nodes.append(node)
         if apps - set(self.ingress):
-            from ray._private import state
-
-            for actor in state.actors().values():
-                name = str(actor.get("Name") or "")
-                app = name.split("::", 1)[-1].split("#", 1)[0]
-                if actor.get("State") in ("ALIVE", 2) and name.startswith("SERVE_REPLICA::") and "Ingress" in name:
-                    self.ingress.setdefault(app, {"resources": actor.get("RequiredResources") or {},
-                                                  "node": (actor.get("Address") or {}).get("NodeID")})
+            for name, node, resources in _actors_reserving():
+                if name.startswith("SERVE_REPLICA::") and "Ingress" in name:
+                    app = name.split("::", 1)[1].split("#", 1)[0]
+                    self.ingress.setdefault(app, {"resources": resources, "node": node})
         key = sorted(apps)
         if key not in self.together:
             self.together.append(key)
         self.polls += 1
+
+
+def _actors_reserving() -> list[tuple[str, str, dict[str, float]]]:
+    """(name, node id, reserved resources) of the alive actors, from the GCS table as stored
+    (`ray._private.state.actors()` does not report what an actor reserved)."""
+    from ray._private import state
+    from ray.core.generated import gcs_pb2
+
+    out = []
+    for raw in state.state._connect_and_get_accessor().get_actor_table(None, "ALIVE"):
+        data = gcs_pb2.ActorTableData.FromString(raw)
+        out.append((data.name, data.address.node_id.hex(), dict(data.required_resources)))
+    return out
 
 
 def tiny(out: Path, work: Path) -> None:
@@ -319,6 +328,13 @@ def tiny(out: Path, work: Path) -> None:
         facts["watch"] = {"together": watch.together, "nodes": watch.nodes, "bundles": watch.bundles,
                           "ingress": watch.ingress, "polls": watch.polls, "errors": watch.errors[:5]}
         facts["serve_actors_at_end"] = _serve_actors()
+        # what the next sweep's plan would see: the apps a phased sweep left deployed count as free
+        from masgrid._private.platform.model_phases import cluster_state
+        from masgrid._private.platform.model_phases.capacity import cluster_now
+
+        left = sorted(cluster_state.managed_apps())
+        facts["after_sweep"] = {"managed_apps": left, "free": cluster_now().totals(),
+                                "free_if_released": cluster_now(left).totals()}
     finally:
         watch.stop.set()
         ray.shutdown()
@@ -329,8 +345,9 @@ def tiny(out: Path, work: Path) -> None:
         import pandas as pd
 
         runs = pd.read_parquet(results / "runs", columns=["run_id", "model", "status", "error", "tokens_in",
-                                                           "tokens_out", "model_calls", "calls_usage_estimated"])
-        facts["runs"] = json.loads(runs.to_json(orient="records"))
+                                                           "tokens_out", "model_calls", "calls_usage_estimated",
+                                                           "started_at", "finished_at"])
+        facts["runs"] = json.loads(runs.to_json(orient="records", date_format="iso"))
         events = pd.read_parquet(results / "events", columns=["run_id", "kind", "ok", "error_class", "usage_source",
                                                                "tokens_in", "tokens_out"])
         calls = events[events["kind"] == "model_call"]

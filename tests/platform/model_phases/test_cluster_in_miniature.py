@@ -164,6 +164,11 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
     assert [r["released"] for r in rows] == [[], ["tiny-a"]]
     assert all(r["kept"] == [] and r["failed"] == [] and r["error"] is None for r in rows)
     assert all(r["runs"] == 1 and r["runs_held"] == 0 and r["load_s"] > 0 and r["run_s"] > 0 for r in rows)
+    # each model's run ran inside its own phase, the phases one after the other
+    assert rows[0]["ended_at"] <= rows[1]["started_at"]
+    for row in rows:
+        (run,) = [r for r in runs if r["model"] == row["models"][0]]
+        assert row["started_at"] <= run["started_at"] <= run["finished_at"] <= row["ended_at"], (row, run)
     # never both deployed at once (Serve's replica placement groups, watched during the sweep)
     watch = facts["watch"]
     assert watch["polls"] > 10 and not watch["errors"]
@@ -175,4 +180,9 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
     assert watch["bundles"] == {app: [{"CPU": 1.5}] for app in names}, watch["bundles"]
     assert {app: i["resources"] for app, i in watch["ingress"].items()} == {app: {"CPU": 1.0} for app in names}
     assert all(watch["ingress"][app]["node"] not in watch["nodes"][app] for app in names), watch
+    # a plan made after the sweep counts what the models it left deployed hold (replica and ingress) as free
+    after = facts["after_sweep"]
+    held = sum(2.5 for app in after["managed_apps"] if app in names)
+    assert after["free_if_released"].get("CPU") == 4.0, after
+    assert after["free"].get("CPU", 0.0) == pytest.approx(4.0 - held), after
     print(f"cluster in miniature, tiny: {took_s:.0f} s in all, the sweep {facts['sweep_s']:.0f} s")
