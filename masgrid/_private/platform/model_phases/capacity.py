@@ -195,7 +195,7 @@ def _alive_actors() -> list[tuple[str, str, Resources]]:
 
     out = []
     for raw in state.state._connect_and_get_accessor().get_actor_table(None, "ALIVE"):
-        data = gcs_pb2.ActorTableData.FromString(raw)
+        data = gcs_pb2.ActorTableData.FromString(raw)  # type: ignore[attr-defined]  # generated, no stubs
         out.append((data.name, data.address.node_id.hex(), {k: float(v) for k, v in data.required_resources.items()}))
     return out
 
