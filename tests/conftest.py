@@ -25,7 +25,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 ENGINE_FIXTURES = {"vllm_engine"}
 ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py", "test_phases_engine.py"}
 #: files that start Ray heads (`masgrid up`, several nodes on loopback): one worker, one at a time
-CLUSTER_FILES = {"test_cluster.py", "test_multinode.py"}
+CLUSTER_FILES = {"test_cluster.py", "test_multinode.py", "test_cluster_in_miniature.py"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

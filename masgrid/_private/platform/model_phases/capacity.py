@@ -10,6 +10,7 @@ place leaves the deployment waiting, which the phase's deploy deadline turns int
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,9 @@ log = logging.getLogger(__name__)
 _EPS = 1e-9
 #: resources a node reports that no model bundle asks for (left out of messages)
 _NOISE = ("memory", "object_store_memory", "node:")
+#: the resources Ray adds to a node for each placement group placed there (`CPU_group_<pg id>`,
+#: `GPU_group_<bundle>_<pg id>`, `bundle_group_...`): what a group holds, which no model bundle asks for
+_GROUP_RESOURCE = re.compile(r"_group_(?:\d+_)?[0-9a-f]{20,}$")
 
 
 @dataclass
@@ -161,7 +165,8 @@ def cluster_now(managed: dict[str, tuple[list[Resources], Resources]] | None = N
 
     available: dict[str, dict[str, Any]] = state.available_resources_per_node()
     nodes = [n for n in ray.nodes() if n.get("Alive")]
-    out = Cluster([Node(n["NodeID"], {k: float(v) for k, v in available.get(n["NodeID"], {}).items()},
+    out = Cluster([Node(n["NodeID"], {k: float(v) for k, v in available.get(n["NodeID"], {}).items()
+                                      if not _GROUP_RESOURCE.search(k)},
                         label=str(n.get("NodeManagerAddress", ""))) for n in nodes])
     if managed:
         _add_back(out, managed)
