@@ -229,7 +229,10 @@ def load_model(demand: ModelDemand, replicas: int, probe: RunConfig, note: Calla
         note_probes([probe], [found])
 
 
-def delete_app(app: str) -> None:
+def delete_app(app: str, settle_s: float = 15.0) -> None:
+    """Delete the app; return once Ray has removed its replicas' placement groups too (a plan
+    made right after would otherwise still see their resources taken)."""
+    import ray
     from ray import serve
 
     try:
@@ -237,6 +240,16 @@ def delete_app(app: str) -> None:
     except Exception as exc:  # noqa: BLE001 - already gone
         log.debug("Serve app %s: %s", app, exc)
     cluster_state.forget_app(app)
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        try:
+            groups = ray.util.placement_group_table().values()
+        except Exception:  # noqa: BLE001 - nothing to wait for then
+            return
+        if not any(str(g.get("name") or "").startswith(f"SERVE_REPLICA::{app}#") and g.get("state") != "REMOVED"
+                   for g in groups):
+            return
+        time.sleep(0.2)
 
 
 def ensure_models(cfgs: Sequence[RunConfig], note: Callable[[str], None] = log.info) -> None:
