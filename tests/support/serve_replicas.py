@@ -8,8 +8,9 @@ Two sources, neither of them masgrid's records:
   node's metrics agent serves them as `ray_vllm_<counter>{ReplicaId="<id>",...}` (a head
   started without the dashboard has the agent too). A counter appears only once its engine
   has counted something: absent reads as 0.
-Serve's per-replica access log (`logs/serve/replica_*_<id>.log`) is no source here: in Ray
-2.60 the LLMServer replicas' logs held no request lines.
+Serve's per-replica access lines (`CALL chat OK <ms>`, with the replica id) are no source
+here: with Ray 2.60 they reached the replicas' console output, streamed to the driver, but
+not their files under `logs/serve/` (two lines each, no requests, when last looked at).
 """
 
 from __future__ import annotations
