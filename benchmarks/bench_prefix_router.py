@@ -4,13 +4,17 @@ model, behind Serve's default router and behind Serve LLM's prefix-aware router,
     PYTHONPATH=. flock /tmp/masgrid-engine.lock python benchmarks/bench_prefix_router.py \\
         --out benchmarks/results/prefix_router.md
 
+On the 2-core machine the four engines take about 3 minutes to deploy and a sweep 20-30 s at
+the defaults; `--repeat 2` ran in 7 minutes (the figures in benchmarks/results/).
+
 Two Serve LLM apps run at once in one private Ray head (`masgrid up` in a temp dir of its
 own): `pfx-default` (router=default: Serve's power of two choices) and `pfx-prefix`
 (router=prefix_aware: PrefixCacheAffinityRouter, its settings from --prefix-router), each with
 two replicas of vLLM's CPU engine on the tiny model. The same SIMAS sweep (n agents, several
 datasets and seeds, `--runs` runs with `--in-flight` at once, by DeploymentHandle:
 backend=serve) is run against each app alternately, ABBA (default, prefix, prefix, default,
-...), `--repeat` times, after one unmeasured sweep per app. Each repeat draws fresh seeds, the
+...), `--repeat` times, after one unmeasured one-round sweep per app (warm drivers, the
+engines' first forward passes). Each repeat draws fresh seeds, the
 same for both apps, so no repeat finds its own prompts in a cache an earlier one filled; both
 apps see the same sequence of prompts.
 
