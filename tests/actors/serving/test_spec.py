@@ -121,3 +121,57 @@ def test_standin_preset_describes_its_deployment() -> None:
     assert plan["agents_reach_it_by"] == "http"
     assert plan["serve"]["openai_base_url"] == "http://127.0.0.1:9123/standin/v1"
     assert plan["serve"]["handle_target"] == "masgrid-standin/StandIn"
+
+
+def test_prefix_router_settings_reach_serve_under_the_routers_own_names() -> None:
+    """Serve passes request_router_kwargs to the router's initialize_state: the names below are
+    its parameters in Ray 2.60 (PrefixCacheAffinityRouter.initialize_state), written out here."""
+    from ray.serve._private.config import DeploymentConfig
+
+    settings = compose_model(["model=gpt_oss_120b", "model.serving.layout=tp4", "model.serving.replicas=4",
+                              "model.serving.router=prefix_aware", "+model.serving.prefix_router.imbalanced_threshold=8",
+                              "+model.serving.prefix_router.eviction=true"])
+    router = describe(settings)["llm_config"]["deployment_config"]["request_router_config"]
+    assert router["request_router_kwargs"] == {
+        "imbalanced_threshold": 8, "match_rate_threshold": 0.1, "do_eviction": True,
+        "eviction_threshold_chars": 400_000, "eviction_target_chars": 360_000, "eviction_interval_secs": 10}
+    spec = parse_serving(settings.serving)
+    config = DeploymentConfig(**spec.deployment_config()).request_router_config
+    assert config.request_router_kwargs["imbalanced_threshold"] == 8
+
+
+def test_prefix_router_without_settings_leaves_the_routers_defaults() -> None:
+    spec = parse_serving(_vllm(router="prefix_aware"))
+    assert "request_router_kwargs" not in spec.deployment_config()["request_router_config"]
+    # null threshold: left out, so the router keeps its own (infinity) rather than receiving None
+    spec = parse_serving(_vllm(router="prefix_aware", prefix_router={"match_rate_threshold": 0.3}))
+    kwargs = spec.deployment_config()["request_router_config"]["request_router_kwargs"]
+    assert "imbalanced_threshold" not in kwargs and kwargs["match_rate_threshold"] == 0.3
+
+
+@pytest.mark.parametrize("serving,needle", [
+    ({"router": "default", "prefix_router": {"imbalanced_threshold": 4}}, "model.serving.prefix_router"),
+    ({"router": "prefix_aware", "prefix_router": {"match_rate_threshold": 1.5}},
+     "model.serving.prefix_router.match_rate_threshold"),
+    ({"router": "prefix_aware", "prefix_router": {"imbalanced_threshold": -1}},
+     "model.serving.prefix_router.imbalanced_threshold"),
+    ({"router": "prefix_aware", "prefix_router": {"eviction_threshold_chars": 1000, "eviction_target_chars": 2000}},
+     "eviction_target_chars: 2,000 exceeds eviction_threshold_chars 1,000"),
+    ({"router": "prefix_aware", "prefix_router": {"threshold": 4}}, "model.serving.prefix_router.threshold"),
+    ({"replica_cpus": -0.5}, "model.serving.replica_cpus"),
+])
+def test_bad_router_and_replica_settings_name_the_key(serving: dict, needle: str) -> None:
+    with pytest.raises(ServingError, match=needle.replace(".", r"\.")):
+        parse_serving(_vllm(**serving))
+
+
+def test_replica_cpus_size_the_engine_replicas_actor() -> None:
+    """Serve LLM puts the replica actor's CPUs (1 unless ray_actor_options says otherwise) into
+    the first placement bundle: without replica_cpus two CPU replicas ask 2 x (1 + workers'
+    CPUs) and never both fit on 2 cores."""
+    spec = parse_serving(_vllm())
+    assert "ray_actor_options" not in spec.deployment_config()
+    spec = parse_serving(_vllm(replica_cpus=0.1))
+    assert spec.deployment_config()["ray_actor_options"] == {"num_cpus": 0.1}
+    with pytest.raises(ServingError, match="model.serving.replica_cpus"):
+        parse_serving({"kind": "standin", "replica_cpus": 0.1})

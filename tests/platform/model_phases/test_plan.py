@@ -177,6 +177,7 @@ def test_two_apps_of_one_name_with_different_settings_are_refused():
 
 @pytest.mark.parametrize("overrides", [
     ["model=tiny_cpu"], ["model=tiny_cpu", "model.serving.layout=tp2", "model.serving.cpus_per_worker=0.5"],
+    ["model=tiny_cpu", "model.serving.replica_cpus=0.2"],
     ["model=deepseek_v31"], ["model=gpt_oss_120b", "model.serving.layout=tp4"], ["model=qwen3_next_80b"],
 ])
 def test_bundles_are_the_ones_ray_serve_llm_asks_for(overrides):

@@ -109,6 +109,44 @@ class StandinSpec(_Strict):
                         "or a rehearsal give stand-in models the footprint of real ones, so model phases plan them")
 
 
+class PrefixRouterSpec(_Strict):
+    """`model.serving.prefix_router`: how Serve LLM's PrefixCacheAffinityRouter weighs cache
+    locality against load (the keyword arguments of its `initialize_state`, handed over as
+    Serve's `request_router_kwargs`). The defaults are Ray 2.60's own, except that masgrid
+    names them: with `imbalanced_threshold` null the router never looks at load when a
+    prefix matches, so runs whose prompts share a long opening can all land on one replica
+    (docs/serving.md, "Choosing the router")."""
+
+    imbalanced_threshold: float | None = Field(
+        None, ge=0, description="requests in flight by which the busiest replica may lead the idlest before the "
+        "router ignores prefixes and balances load (Serve's power of two choices); null: never (Ray's default)")
+    match_rate_threshold: float = Field(
+        0.1, ge=0, le=1, description="share of a prompt's characters that must match a replica's earlier prompts "
+        "for prefix routing; below it the request goes to the replica holding the least text")
+    eviction: bool = Field(False, description="trim the router's prefix tree (one per deployment, in a Ray actor) "
+                                              "when it exceeds eviction_threshold_chars; off, it grows for the app's life")
+    eviction_threshold_chars: int = Field(400_000, ge=1)
+    eviction_target_chars: int = Field(360_000, ge=0, description="what eviction trims the tree down to")
+    eviction_interval_s: int = Field(10, ge=1, description="seconds between the tree's size checks")
+
+    @model_validator(mode="after")
+    def _check(self) -> PrefixRouterSpec:
+        if self.eviction_target_chars > self.eviction_threshold_chars:
+            raise ValueError(f"prefix_router.eviction_target_chars: {self.eviction_target_chars:,} exceeds "
+                             f"eviction_threshold_chars {self.eviction_threshold_chars:,}")
+        return self
+
+    def router_kwargs(self) -> dict[str, Any]:
+        """`request_router_kwargs` as the router's `initialize_state` names them."""
+        out: dict[str, Any] = {"match_rate_threshold": self.match_rate_threshold, "do_eviction": self.eviction,
+                               "eviction_threshold_chars": self.eviction_threshold_chars,
+                               "eviction_target_chars": self.eviction_target_chars,
+                               "eviction_interval_secs": self.eviction_interval_s}
+        if self.imbalanced_threshold is not None:  # omitted: the router's own default, infinity
+            out["imbalanced_threshold"] = self.imbalanced_threshold
+        return out
+
+
 class TinyBuild(_Strict):
     """`model.serving.tiny`: build the tiny random model into `model_path` when it is missing."""
 
@@ -140,7 +178,11 @@ class ServingSpec(_Strict):
     constructor_retries: int = Field(
         2, ge=1, description="Serve's attempts to start a replica (max_constructor_retry_count): an engine that "
         "cannot start (bad weights, no memory for the KV cache) fails the deploy after this many, not Serve's 20")
-    router: Literal["default", "prefix_aware"] = "default"
+    router: Literal["default", "prefix_aware"] = Field(
+        "default", description="default: Serve's power of two choices; prefix_aware: Serve LLM's "
+        "PrefixCacheAffinityRouter (sends a prompt to the replica that saw its opening; docs/serving.md)")
+    prefix_router: PrefixRouterSpec | None = Field(
+        None, description="settings of the prefix-aware router (router=prefix_aware only); null: Ray's defaults")
     placement_timeout_s: float = Field(
         120.0, gt=0, description="a deployment whose replicas Ray cannot place (their placement groups pending) "
         "this long fails with the resources asked for and free, instead of waiting for capacity that never comes; "
@@ -156,6 +198,9 @@ class ServingSpec(_Strict):
     gpus_per_worker: float = Field(1.0, gt=0, le=1, description="gpu: the GPU share of each engine worker; below 1, "
                                    "engines of several models may share GPUs (their gpu_memory_utilization must "
                                    "then add up to at most 1 per GPU among those awake: docs/model-phases.md)")
+    replica_cpus: float | None = Field(
+        None, ge=0, description="Ray CPUs of each engine replica's own actor (Serve LLM's LLMServer, placed in the "
+        "first bundle beside the first worker's cpus_per_worker); null: Serve LLM's default, 1")
     ingress_cpus: float | None = Field(None, ge=0, description="Ray CPUs of the OpenAI ingress replica "
                                        "(null: Serve LLM's default, 1)")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
@@ -180,6 +225,10 @@ class ServingSpec(_Strict):
             self._check_vllm()
         elif self.router == "prefix_aware":  # Serve LLM's router class needs the vLLM install
             raise ValueError("router: prefix_aware routes between vLLM replicas; the stand-in uses Serve's default")
+        if self.prefix_router is not None and self.router != "prefix_aware":
+            raise ValueError("prefix_router: configures router=prefix_aware; with router=default it would be ignored")
+        if self.replica_cpus is not None and self.kind != "vllm":
+            raise ValueError("replica_cpus: sizes a vLLM replica's actor; a stand-in replica takes standin.cpus")
         return self
 
     # -- vLLM feasibility ------------------------------------------------------------------
@@ -287,6 +336,10 @@ class ServingSpec(_Strict):
             out["num_replicas"] = replicas or self.max_replicas
         if self.router == "prefix_aware":
             out["request_router_config"] = {"request_router_class": PREFIX_ROUTER}
+            if self.prefix_router is not None:
+                out["request_router_config"]["request_router_kwargs"] = self.prefix_router.router_kwargs()
+        if self.replica_cpus is not None:  # Serve LLM adds it to the first placement bundle
+            out["ray_actor_options"] = {"num_cpus": self.replica_cpus}
         return out
 
     def engine_kwargs(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@ without Ray or vLLM, so a sweep can plan which models fit together before it sta
 Ray Serve LLM (2.60) asks, per engine replica, one placement group of one bundle per engine
 worker (tensor x pipeline parallel ranks; `bundle_per_worker`, plus `accelerator_type:<X>`
 = 0.001 where the preset names an accelerator), the replica actor's own resources (1 CPU by
-default) added to the first bundle; and, once per application, the OpenAI ingress replica
+default, `replica_cpus`) added to the first bundle; and, once per application, the OpenAI ingress replica
 (`ingress_cpus`, Serve LLM's default 1 CPU). The stand-in reserves nothing (num_cpus=0).
 """
 
@@ -97,7 +97,8 @@ def _bundles(spec: ServingSpec) -> tuple[tuple[tuple[str, float], ...], ...]:
     if spec.accelerator_type:
         worker.setdefault(f"accelerator_type:{spec.accelerator_type}", 0.001)
     bundles = [dict(worker) for _ in range(spec.parallelism.gpus)]
-    bundles[0]["CPU"] = bundles[0].get("CPU", 0.0) + REPLICA_ACTOR_CPUS  # the replica actor shares the first bundle
+    actor = REPLICA_ACTOR_CPUS if spec.replica_cpus is None else spec.replica_cpus
+    bundles[0]["CPU"] = bundles[0].get("CPU", 0.0) + actor  # the replica actor shares the first bundle
     return tuple(tuple(sorted((k, v) for k, v in b.items() if v > 0)) for b in bundles)
 
 
