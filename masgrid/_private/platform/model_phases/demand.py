@@ -3,9 +3,10 @@ without Ray or vLLM, so a sweep can plan which models fit together before it sta
 
 Ray Serve LLM (2.60) asks, per engine replica, one placement group of one bundle per engine
 worker (tensor x pipeline parallel ranks; `bundle_per_worker`, plus `accelerator_type:<X>`
-= 0.001 where the preset names an accelerator), the replica actor's own resources (1 CPU by
-default, `replica_cpus`) added to the first bundle; and, once per application, the OpenAI ingress replica
-(`ingress_cpus`, Serve LLM's default 1 CPU). The stand-in reserves nothing (num_cpus=0).
+= 0.001 where the preset names an accelerator), the replica actor's own CPUs (`replica_cpus`,
+Serve LLM's default 1) added to the first bundle; and, once per application, the OpenAI
+ingress replica (`ingress_cpus`, Serve LLM's default 1 CPU). The stand-in reserves
+`standin.cpus` per replica (none by default).
 """
 
 from __future__ import annotations
