@@ -63,6 +63,17 @@ def test_the_limit_grows_by_half_while_nothing_waits_up_to_the_ceiling():
         ctl.stop()
 
 
+def test_the_automatic_ceiling_counts_processes_per_cpu():
+    # written out: 4 processes per CPU; actors: driver + environment + one host per 100 agents
+    assert adm.processes_per_run("actors", 1, 5, 100) == 3
+    assert adm.processes_per_run("actors", 1, 250, 100) == 5
+    assert adm.processes_per_run("driver", 4, 8, 100) == 0.25
+    assert adm.auto_ceiling(3, 2) == 4  # 8 processes on 2 cores: the old fixed default, never fewer
+    assert adm.auto_ceiling(0.25, 2) == 32  # sequential runs, four to a process
+    assert adm.auto_ceiling(3, 64) == 32  # a cluster: the ceiling
+    assert adm.auto_ceiling(3, 12) == 16
+
+
 def test_an_explicit_max_concurrent_is_the_ceiling():
     ctl = control(max_concurrent=5, reader=Scripted())
     try:
@@ -241,8 +252,11 @@ def test_a_sweep_against_the_real_engine_takes_more_runs_than_the_fixed_default(
              "http_client": "lean"}
     cfgs = [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "max_rounds": 6,
                                     "seed": s, "backend": "openai", "model": model, "preflight": False,
-                                    "results_dir": str(tmp_path / "r"), "execution": {"reuse_actors": True}})
-            for s in range(16)]
+                                    "results_dir": str(tmp_path / "r"),
+                                    # four runs to a process: the automatic ceiling on 2 cores is 32, not 4
+                                    "execution": {"reuse_actors": True, "components": "driver",
+                                                  "runs_per_driver": 4}})
+            for s in range(8)]
     summaries = run_many(cfgs, max_concurrent=None, admission="load")
     assert [s.status for s in summaries].count("failed") == 0
     assert runs_in_flight(tmp_path / "r") > 4

@@ -13,7 +13,12 @@ per turn), and keeps a limit on the runs in flight against that endpoint:
   gone);
 - it never goes below 1 (the floor: an endpoint with pending runs always has one in flight)
   nor above the ceiling: `sweep.max_concurrent` when set (over the whole sweep, as always),
-  else `AUTO_CEILING`.
+  else `auto_ceiling()`: `AUTO_CEILING` runs, but no more than `PROCESSES_PER_CPU` processes
+  per CPU of the Ray cluster hold (a run with its components as actors holds its driver, its
+  environment and its agent hosts; runs with components in the driver share a process
+  `runs_per_driver` at a time), and never fewer than the fixed default of 4. On the 2-core
+  development machine: 4 runs of three processes, 32 of sequential runs packed four to a
+  process.
 
 What "waiting" means per kind of endpoint:
 
@@ -53,8 +58,10 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 #: runs in flight per endpoint when a sweep starts (the fixed default of earlier releases)
 START_LIMIT = 4
-#: the ceiling on runs in flight when `sweep.max_concurrent` is not set and loads are read
+#: the ceiling on runs in flight when `sweep.max_concurrent` is not set and loads are read ...
 AUTO_CEILING = 32
+#: ... and no more runs than take this many processes per CPU of the Ray cluster (auto_ceiling)
+PROCESSES_PER_CPU = 4
 #: runs in flight when loads are not read (scripted runs, an unreadable endpoint, admission=fixed)
 FIXED_DEFAULT = 4
 #: readings in a row with waiting requests before the limit is lowered
@@ -194,6 +201,20 @@ def engine_slots(spec: Any) -> int:
     return VLLM_SEQS_GPU
 
 
+def auto_ceiling(processes_per_run: float, cpus: float) -> int:
+    """The ceiling on runs in flight when sweep.max_concurrent is unset (see the module doc)."""
+    by_processes = int(PROCESSES_PER_CPU * cpus / max(processes_per_run, 1e-9))
+    return max(FIXED_DEFAULT, min(AUTO_CEILING, by_processes))
+
+
+def processes_per_run(components: str, runs_per_driver: int, agents: int, agents_per_actor: int) -> float:
+    """Ray worker processes one run in flight holds: its driver (shared by runs_per_driver runs
+    with the components inside), else the driver, the environment and its agent hosts."""
+    if components == "driver":
+        return 1 / max(1, runs_per_driver)
+    return 2 + -(-agents // max(1, agents_per_actor))
+
+
 @dataclass
 class EndpointState:
     name: str
@@ -214,10 +235,11 @@ class AdmissionControl:
 
     def __init__(self, mode: Admission, max_concurrent: int | None, settings_of: dict[str, BackendSettings],
                  one_at_a_time: bool = False, poll_s: float = POLL_S,
-                 readers: Callable[[BackendSettings], LoadReader | None] = reader_for) -> None:
+                 readers: Callable[[BackendSettings], LoadReader | None] = reader_for,
+                 auto: int = AUTO_CEILING) -> None:
         self.mode = mode
         self.fixed = max_concurrent or FIXED_DEFAULT
-        self.ceiling = max_concurrent or (AUTO_CEILING if mode == "load" and settings_of else FIXED_DEFAULT)
+        self.ceiling = max_concurrent or (auto if mode == "load" and settings_of else FIXED_DEFAULT)
         self.one_at_a_time = one_at_a_time
         self.poll_s = poll_s
         self.endpoints: dict[str, EndpointState] = {}

@@ -28,7 +28,7 @@ from typing import Any
 from collections.abc import Callable, Iterable, Iterator
 
 from masgrid._private.actors import heap
-from masgrid._private.platform.admission import Admission, AdmissionControl
+from masgrid._private.platform.admission import Admission, AdmissionControl, auto_ceiling, processes_per_run
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.prefix_cache import reset_prefix_cache
 from masgrid._private.platform.driver import RunDriver, RunSummary
@@ -418,7 +418,10 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
     # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
     ends = [_endpoints(c) for c in cfgs]  # the model endpoints each run calls
     reset = any(c.execution.prefix_cache == "reset_per_run" for c in cfgs)
-    control = AdmissionControl(admission, max_concurrent, _endpoint_settings(cfgs), one_at_a_time=reset)
+    cost = max(processes_per_run(c.execution.components, c.execution.runs_per_driver or 1, c.agents,
+                                 c.execution.agents_per_actor) for c in cfgs)
+    control = AdmissionControl(admission, max_concurrent, _endpoint_settings(cfgs), one_at_a_time=reset,
+                               auto=auto_ceiling(cost, ray.cluster_resources().get("CPU") or os.cpu_count() or 1))
     per_driver = max(c.execution.runs_per_driver or 1 for c in cfgs)  # runs a driver process takes at once
     # warm drivers for the runs that start at once; more are fetched (or made) as admission raises its limits
     idle_workers: list[Any] = (warm_drivers(-(-min(control.initial_slots(any(not e for e in ends)), len(cfgs)) // per_driver)) if warm
