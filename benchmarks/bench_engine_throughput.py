@@ -126,7 +126,7 @@ def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: li
             "task": "agentsnet/coloring", "protocol": "local", "agents": 100, "graph": "ws", "seed": seed,
             "agentsnet": {"rounds": 3}, "backend": "openai", "model": model,
             "results_dir": str(results / "agentsnet"), "preflight": False}) for seed in range(agentsnet_runs)],
-            100 if agentsnet_runs == 1 else 0)}
+            0 if defaults else 100)}
     if defaults:  # no execution key at all: the schedule's layout, runs in flight by admission
         out[f"simas n=8 ({simas_runs} runs, defaults)"] = ([RunConfig.from_mapping({
             "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": k // 10, "backend": "openai",

@@ -24,13 +24,22 @@ def two_replicas(tiny_model, serve_port):
         pytest.skip(engine_missing())
     from ray import serve
 
-    from masgrid._private.actors.serving.deploy import deploy
+    from masgrid._private.actors.serving.deploy import run_app, serve_llm
+    from masgrid._private.actors.serving.spec import parse_serving
 
     settings = compose_model(["model=tiny_cpu", "model.serving.replicas=2", "model.serving.app=tiny-reset",
                               "model.serving.route_prefix=/tiny-reset", f"model.serving.http_port={serve_port}",
                               f"model.serving.model_path={tiny_model}",
                               f"model.tokenizer=hf:{tiny_model}/tokenizer.json", "model.max_tokens=4"])
-    spec = deploy(settings)
+    spec = parse_serving(settings.serving)
+    # Serve LLM reserves 1 CPU per replica besides its engine workers: two replicas would not fit
+    # the session's 2 CPUs, so this app asks 0.4 each (the engines use the cores regardless)
+    LLMConfig, build_openai_app = serve_llm()
+    args = spec.openai_app_args(settings.request_model)
+    for config in args["llm_configs"]:
+        config["deployment_config"]["ray_actor_options"] = {"num_cpus": 0.4}
+    args["llm_configs"] = [LLMConfig(**config) for config in args["llm_configs"]]
+    run_app(build_openai_app(args), spec, None)
     yield settings, spec
     serve.delete(spec.app)
 
