@@ -1,6 +1,18 @@
 """masgrid's output tokens/s against a real engine, as a fraction of that engine's own peak.
 
-    PYTHONPATH=. python benchmarks/bench_engine_throughput.py --out benchmarks/results/engine_throughput.md
+    PYTHONPATH=. python benchmarks/bench_engine_throughput.py --isolate --out benchmarks/results/engine_throughput.md
+    PYTHONPATH=. python benchmarks/bench_engine_throughput.py --out benchmarks/results/engine_throughput_shared.md
+
+`--layout defaults` (the default): masgrid runs as a researcher's `masgrid run -m` does with
+no execution or sweep flag: a sweep (`run_sweep`, default SweepSettings) whose runs in flight
+follow the engine's load (`sweep.admission=load`) and whose execution layout is the
+schedule's (`execution.components=auto`). `--layout explicit` is the earlier measurement: a
+fixed number of SIMAS runs in flight (`--simas-in-flight`) with the components and runs per
+driver given by flags, through `run_many`.
+
+The engine's peak is vLLM's own serving benchmark on the same workload shape at each
+concurrency of `--bench-concurrency` (and at the most calls masgrid had in flight), the best
+of them; masgrid's figure is divided by that.
 
 One vLLM engine (the CPU build, the tiny model of `masgrid model tiny`) serves both sides,
 measured side by side in one process, alternating (bench, masgrid, bench, masgrid, ...):
@@ -32,6 +44,7 @@ client), read from /proc over each side's measured interval: what limits a side 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -103,13 +116,25 @@ def cpu_between(before: dict[int, tuple[str, float]], after: dict[int, tuple[str
 
 
 def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: list[int],
-              simas_waves: int, simas_components: str, simas_per_driver: int) -> dict[str, tuple[list[RunConfig], int]]:
+              simas_waves: int, simas_components: str, simas_per_driver: int,
+              defaults: bool = False, simas_runs: int = 96, agentsnet_runs: int = 1,
+              ) -> dict[str, tuple[list[RunConfig], int]]:
+    """name -> (the runs, the calls in flight masgrid's side can have at most; 0: set by admission)."""
     model = {"name": "tiny", "base_url": base_url, "max_tokens": max_tokens, "max_retries": 0, "timeout_s": 300.0,
              "http_client": "lean"}
-    out: dict[str, tuple[list[RunConfig], int]] = {"agentsnet N=100": ([RunConfig.from_mapping({
-        "task": "agentsnet/coloring", "protocol": "local", "agents": 100, "graph": "ws", "seed": 0,
-        "agentsnet": {"rounds": 3}, "backend": "openai", "model": model, "results_dir": str(results / "agentsnet"),
-        "preflight": False})], 100)}
+    out: dict[str, tuple[list[RunConfig], int]] = {
+        f"agentsnet N=100{f' ({agentsnet_runs} runs)' if agentsnet_runs > 1 else ''}": ([RunConfig.from_mapping({
+            "task": "agentsnet/coloring", "protocol": "local", "agents": 100, "graph": "ws", "seed": seed,
+            "agentsnet": {"rounds": 3}, "backend": "openai", "model": model,
+            "results_dir": str(results / "agentsnet"), "preflight": False}) for seed in range(agentsnet_runs)],
+            0 if defaults else 100)}
+    if defaults:  # no execution key at all: the schedule's layout, runs in flight by admission
+        out[f"simas n=8 ({simas_runs} runs, defaults)"] = ([RunConfig.from_mapping({
+            "task": "simas/mmlu", "protocol": "groupchat", "agents": 8, "seed": k // 10, "backend": "openai",
+            "model": model, "results_dir": str(results / "simas"), "preflight": False,
+            "simas": {"rounds": 2, "profiles": "pool", "subject": "college_physics", "question": k % 10}})
+            for k in range(simas_runs)], 0)
+        return out
     for c in simas_in_flight:
         runs = c * simas_waves
         out[f"simas n=8 ({c} runs in flight)"] = ([RunConfig.from_mapping({
@@ -122,21 +147,53 @@ def workloads(base_url: str, max_tokens: int, results: Path, simas_in_flight: li
     return out
 
 
+def execute(cfgs: list[RunConfig], concurrent: int, warm: bool) -> None:
+    """`concurrent` 0: the sweep path with default settings (admission follows the engine's
+    load); else run_many with that many runs in flight, as before."""
+    if concurrent:
+        run_many(cfgs, max_concurrent=concurrent, keep_warm=warm)
+        return
+    from masgrid._private.platform.sweep import SweepSettings, run_sweep
+
+    run_sweep(cfgs, SweepSettings(progress="off", reuse_actors=True))
+
+
+def peak_overlap(starts: pd.Series, ends: pd.Series) -> int:
+    """Most intervals open at once."""
+    points = sorted([(t, 1) for t in starts] + [(t, -1) for t in ends], key=lambda p: (p[0], p[1]))
+    most = now = 0
+    for _, step in points:
+        now += step
+        most = max(most, now)
+    return most
+
+
 def masgrid_side(cfgs: list[RunConfig], concurrent: int, warm: bool) -> dict[str, float]:
     results = Path(cfgs[0].results_dir)
     before = cpu_snapshot()
-    run_many(cfgs, max_concurrent=concurrent, keep_warm=warm)
+    execute(cfgs, concurrent, warm)
     cpu = cpu_between(before, cpu_snapshot())
     ids = {c.run_id for c in cfgs}
     events = pd.read_parquet(results / "events")
     calls = events[(events["kind"] == "model_call") & events["run_id"].isin(ids)]
     start = calls["call_started"].min().timestamp()
-    end = (calls["call_started"].astype("int64") / 1e6 + calls["latency_s"]).max()
+    call_end = calls["call_started"].astype("int64") / 1e6 + calls["latency_s"]
+    end = call_end.max()
     prompt, cached = calls["tokens_in"], calls["tokens_cached"].fillna(0)
+    runs = pd.read_parquet(results / "runs")
+    runs = runs[runs["run_id"].isin(ids)]
     return {"calls": len(calls), "span_s": end - start, "out_tok_s": calls["tokens_out"].sum() / (end - start),
             "mean_prompt": prompt.mean(), "cache_hit": cached.sum() / prompt.sum(),
             "errors": int(calls["error"].notna().sum()),
+            "calls_in_flight_peak": peak_overlap(calls["call_started"].astype("int64") / 1e6, call_end),
+            "calls_in_flight_mean": float(calls["latency_s"].sum() / (end - start)),
+            "runs_in_flight_peak": peak_overlap(runs["started_at"], runs["finished_at"]),
             "cpu_ms_per_call": {g: round(1000 * s / len(calls), 2) for g, s in sorted(cpu.items())}}
+
+
+#: a new seed for every benchmark run: its random prompts must not be cached from an earlier run
+#: (with one seed, a second run at another concurrency found 99 % of its prompt tokens cached)
+BENCH_SEEDS = itertools.count()
 
 
 def engine_side(base_url: str, model_dir: Path, shape: dict[str, float], max_tokens: int, concurrency: int,
@@ -146,7 +203,7 @@ def engine_side(base_url: str, model_dir: Path, shape: dict[str, float], max_tok
             "--model", "tiny", "--tokenizer", str(model_dir), "--dataset-name", "random",
             "--random-input-len", str(max(1, int(shape["mean_prompt"]) - prefix)), "--random-prefix-len", str(prefix),
             "--random-output-len", str(max_tokens), "--ignore-eos", "--num-prompts", str(int(shape["calls"])),
-            "--max-concurrency", str(concurrency), "--disable-tqdm", "--seed", "0"]
+            "--max-concurrency", str(concurrency), "--disable-tqdm", "--seed", str(next(BENCH_SEEDS))]
     before, cpu0, kids0 = engine.counters(), cpu_snapshot(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", BENCH, *args], capture_output=True, text=True, check=True)
     after, cpu = engine.counters(), cpu_between(cpu0, cpu_snapshot())
@@ -178,12 +235,21 @@ def main() -> int:
                         help="execution.components of the SIMAS runs (driver: no Ray call per turn)")
     parser.add_argument("--simas-per-driver", type=int, default=4,
                         help="execution.runs_per_driver of the SIMAS runs (with --simas-components driver)")
+    parser.add_argument("--layout", choices=["defaults", "explicit"], default="defaults",
+                        help="defaults: masgrid with no execution or sweep flag (a sweep, admission by load); "
+                             "explicit: --simas-in-flight/--simas-components/--simas-per-driver through run_many")
+    parser.add_argument("--simas-runs", type=int, default=96, help="--layout defaults: SIMAS runs in the sweep")
+    parser.add_argument("--agentsnet-runs", type=int, default=1, help="AgentsNet runs (1: one run, 100 calls a round)")
+    parser.add_argument("--bench-concurrency", default="16,32,64,128",
+                        help="comma list: vLLM's benchmark runs at each (and at masgrid's own peak of calls in "
+                             "flight); the best is the engine's peak")
     parser.add_argument("--cold", action="store_true", help="a fresh local Ray per sweep side, no warm-up sweep")
     parser.add_argument("--isolate", action="store_true",
                         help="the engine on core 0, both clients (masgrid and its Ray, vLLM's bench) on the other cores")
     ns = parser.parse_args()
     warm = not ns.cold
     in_flight = [int(c) for c in ns.simas_in_flight.split(",")]
+    bench_levels = [int(c) for c in ns.bench_concurrency.split(",") if c.strip()]
     head = None
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -204,26 +270,37 @@ def main() -> int:
             rows, raw = [], []
             for name, (cfgs, concurrent) in workloads(engine.base_url, ns.max_tokens, work / "r", in_flight,
                                                       ns.simas_waves, ns.simas_components,
-                                                      ns.simas_per_driver).items():
+                                                      ns.simas_per_driver, ns.layout == "defaults", ns.simas_runs,
+                                                      ns.agentsnet_runs).items():
                 if ns.only and not name.startswith(ns.only):
                     continue
                 if warm:  # the warm drivers and hosts a researcher's earlier sweep left
-                    run_many(fresh(cfgs, work / "r" / f"{name[:6]}-warmup-{concurrent}"),
-                             max_concurrent=concurrent, keep_warm=True)
+                    execute(fresh(cfgs, work / "r" / f"{name[:6]}-warmup-{concurrent}"), concurrent, True)
                 pairs = []
                 for i in range(ns.repeat):
                     mine = masgrid_side(fresh(cfgs, work / "r" / f"{name[:6]}{concurrent}-{i}"), concurrent, warm)
-                    peak = engine_side(engine.base_url, model_dir, mine, ns.max_tokens, concurrent, engine)
+                    levels = sorted({int(mine["calls_in_flight_peak"]), *bench_levels})
+                    tried = {c: engine_side(engine.base_url, model_dir, mine, ns.max_tokens, c, engine) for c in levels}
+                    best = max(tried, key=lambda c: tried[c]["out_tok_s"])
+                    peak = {**tried[best], "concurrency": best,
+                            "by_concurrency": {c: round(t["out_tok_s"]) for c, t in tried.items()}}
                     pairs.append((mine, peak))
                     raw.append({"workload": name, "repeat": i, "masgrid": mine, "engine": peak})
-                    print(name, i, json.dumps({"masgrid": mine, "engine": peak}), flush=True)
+                    print(name, i, json.dumps({"masgrid": mine, "engine": peak}, default=float), flush=True)
                 ratio = statistics.median(m["out_tok_s"] / p["out_tok_s"] for m, p in pairs)
                 rows.append({
                     "workload": name, "calls": int(pairs[0][0]["calls"]),
                     "mean prompt (tokens)": round(statistics.median(m["mean_prompt"] for m, _ in pairs)),
-                    "engine out tok/s (vLLM bench)": round(statistics.median(p["out_tok_s"] for _, p in pairs)),
+                    "engine peak out tok/s (vLLM bench)": round(statistics.median(p["out_tok_s"] for _, p in pairs)),
+                    "bench best concurrency": "/".join(str(p["concurrency"]) for _, p in pairs),
                     "masgrid out tok/s": round(statistics.median(m["out_tok_s"] for m, _ in pairs)),
                     "masgrid / engine": round(ratio, 3),
+                    "masgrid runs in flight (peak)": "/".join(str(m["runs_in_flight_peak"]) for m, _ in pairs),
+                    "masgrid calls in flight (mean)": round(statistics.median(
+                        m["calls_in_flight_mean"] for m, _ in pairs), 1),
+                    "engine CPU ms/call masgrid/bench": "{:.1f}/{:.1f}".format(
+                        statistics.median(m["cpu_ms_per_call"].get("engine", 0.0) for m, _ in pairs),
+                        statistics.median(p["cpu_ms_per_call"].get("engine", 0.0) for _, p in pairs)),
                     "cache hit masgrid": round(statistics.median(m["cache_hit"] for m, _ in pairs), 3),
                     "cache hit bench": round(statistics.median(p["cache_hit"] for _, p in pairs), 3),
                     "masgrid CPU ms/call": round(statistics.median(
@@ -239,10 +316,12 @@ def main() -> int:
     print(table)
     if ns.out:
         mode = "warm (a private `masgrid up` head, one unmeasured sweep first)" if warm else "cold (fresh Ray)"
+        flags = (f"--simas-runs {ns.simas_runs}" if ns.layout == "defaults" else
+                 f"--layout explicit --simas-in-flight {ns.simas_in_flight} --simas-waves {ns.simas_waves} "
+                 f"--simas-components {ns.simas_components} --simas-per-driver {ns.simas_per_driver}")
         ns.out.write_text(f"# masgrid against a real engine's peak ({time.strftime('%Y-%m-%d')})\n\n"
                           f"`benchmarks/bench_engine_throughput.py --repeat {ns.repeat} --max-tokens {ns.max_tokens} "
-                          f"--simas-in-flight {ns.simas_in_flight} --simas-waves {ns.simas_waves} "
-                          f"--simas-components {ns.simas_components} --simas-per-driver {ns.simas_per_driver}"
+                          f"{flags} --agentsnet-runs {ns.agentsnet_runs} --bench-concurrency {ns.bench_concurrency}"
                           f"{' --isolate' if ns.isolate else ''}"
                           f"{' --cold' if not warm else ''}`, medians of side-by-side pairs on one vLLM CPU engine "
                           f"(tiny model), masgrid {mode}.\n\n" + table + "\n")

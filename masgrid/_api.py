@@ -89,7 +89,7 @@ def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
     return [cfg for cfg, _ in _compose_all([_argv(base, dict(zip(names, combo))) for combo in combos])]
 
 
-def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int = 4,
+def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int | None = None,
           retry_failed: bool = False, retry_invalid: bool = True,
           progress: Literal["auto", "rich", "plain", "off"] = "off",
           adaptive: AdaptiveSettings | Mapping[str, Any] | None = None) -> SweepResult:
@@ -100,7 +100,9 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
     overrides. Returns the counts (`.ok`, `.failed`, `.failures`, ...); the rows are on disk.
 
     `adaptive`: stopping rules per grid cell (`{"width": 0.2}` or `{"compare": "condition"}`, docs/adaptive.md);
-    the grid then leaves out seed, and `.cells` says why each cell stopped."""
+    the grid then leaves out seed, and `.cells` says why each cell stopped. `max_concurrent`: the ceiling
+    on runs in flight (None: as many as each engine's load admits, up to 32; 4 for scripted runs;
+    docs/sweeps.md, "Runs in flight")."""
     from masgrid._private.platform.adaptive import check_adaptive
     from masgrid._private.platform.config import ConfigError
     from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep, sweep_settings

@@ -24,7 +24,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 #: or Serve LLM deployments of their own; all run on one worker
 ENGINE_FIXTURES = {"vllm_engine"}
 ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py", "test_phases_engine.py",
-                "test_cluster_in_miniature.py", "test_prefix_router_real.py"}
+                "test_cluster_in_miniature.py", "test_prefix_router_real.py", "test_serve_prefix_reset.py"}
 #: files that start Ray heads (`masgrid up`, several nodes on loopback): one worker, one at a time
 CLUSTER_FILES = {"test_cluster.py", "test_multinode.py", "test_cluster_in_miniature.py"}
 

@@ -8,8 +8,8 @@ results already recorded. masgrid's unit of work is a driver actor (`launch.run_
 so this launcher only composes: every job config is built and validated first (all
 errors reported, nothing started; `masgrid._private.platform.compose` composes once per config-group
 choice, not once per job), a grid whose jobs would collapse into one run is refused, then
-`masgrid._private.platform.sweep.run_sweep` skips recorded runs and keeps at most
-`sweep.max_concurrent` drivers in flight.
+`masgrid._private.platform.sweep.run_sweep` skips recorded runs and keeps as many drivers in
+flight as the engines' load admits (`sweep.admission`), at most `sweep.max_concurrent`.
 """
 
 

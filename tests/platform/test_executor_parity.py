@@ -82,7 +82,7 @@ def run_row(cfg: RunConfig) -> dict:
 
 #: how a run executes: its components as Ray actors, inside its Ray driver
 #: (`execution.components=driver`), or everything in this process
-EXECUTIONS = {"ray": {"executor": "ray"}, "driver": {"executor": "ray", "components": "driver"},
+EXECUTIONS = {"ray": {"executor": "ray", "components": "actors"}, "driver": {"executor": "ray", "components": "driver"},
               "local": {"executor": "local"}}
 
 

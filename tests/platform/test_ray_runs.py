@@ -129,4 +129,4 @@ def test_packing_needs_the_components_in_the_driver():
     from masgrid._private.platform.config import ConfigError
 
     with pytest.raises(ConfigError, match="runs_per_driver=2 needs execution.components=driver"):
-        RunConfig.from_mapping({"execution": {"runs_per_driver": 2}})
+        RunConfig.from_mapping({"execution": {"runs_per_driver": 2, "components": "actors"}})

@@ -44,7 +44,8 @@ def engine_env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
                VLLM_CACHE_ROOT=str(cache / "vllm"), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
-               VLLM_LOGGING_LEVEL="WARNING")
+               VLLM_LOGGING_LEVEL="WARNING",
+               VLLM_SERVER_DEV_MODE="1")  # POST /reset_prefix_cache (execution.prefix_cache=reset_per_run)
     env.pop("PYTHONPATH", None)  # the engine needs nothing of masgrid's
     return env
 

@@ -59,16 +59,22 @@ class ExecutionSettings(BaseModel):
         "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
         "concurrent latency-bound runs (sequential group discussions) on few cores gain from a later start or none")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
-    components: Literal["actors", "driver"] = Field(
-        "actors", description="where a Ray run's environment and agent hosts live: their own actors (default), "
-        "or `driver`: objects inside the run's driver process, so a turn makes no Ray call and a run slot "
-        "holds one process, not three. For many small latency-bound runs (sequential group discussions) "
-        "against a fast engine on few cores; an environment's blocking work then pauses the run's model "
-        "calls, so not for runs whose environment works while agents call (docs/performance.md)")
-    runs_per_driver: int = Field(
-        1, ge=1, le=8, description="with components=driver, runs of a sweep (warm driver workers) that one driver "
-        "process executes at once: C runs in flight then take C / runs_per_driver processes. Many small "
-        "latency-bound runs on few cores gain (docs/performance.md); 1: a process per run in flight")
+    components: Literal["auto", "actors", "driver"] = Field(
+        "auto", description="where a Ray run's environment and agent hosts live: their own actors, or `driver`: "
+        "objects inside the run's driver process, so a turn makes no Ray call and a run slot holds one process, "
+        "not three. auto (default) picks per schedule: driver for the sequential schedule (its environment "
+        "works only between calls), actors for lockstep and for the asynchronous schedule (whose sandboxed "
+        "commands would pause the other agents' calls); an explicit value wins (docs/performance.md)")
+    runs_per_driver: int | None = Field(
+        None, ge=1, le=8, description="with components=driver, runs of a sweep (warm driver workers) that one driver "
+        "process executes at once: C runs in flight then take C / runs_per_driver processes. null (default): 4 "
+        "where components resolves to driver for the sequential schedule, else 1; an explicit value wins")
+    prefix_cache: Literal["shared", "reset_per_run"] = Field(
+        "shared", description="shared: runs find the engine's prefix cache as earlier runs left it; reset_per_run: "
+        "the sweep resets the prefix cache of every engine (every replica) a run calls right before the run "
+        "starts, and runs one run at a time per engine (runs in flight on one engine would warm each other's "
+        "cache). For latency and cache studies; not part of a run's identity (it changes latency and cache "
+        "figures, not outcomes); the runs column prefix_cache_reset records it (docs/sweeps.md)")
     ray_address: str | None = Field(None, description="join this cluster (e.g. 'auto'); None: RAY_ADDRESS, else a "
                                                        "running local head (masgrid up), else start local Ray")
     token_counter: str = Field(
@@ -104,10 +110,36 @@ class ExecutionSettings(BaseModel):
 
     @model_validator(mode="after")
     def _packing_needs_components_in_the_driver(self) -> ExecutionSettings:
-        if self.runs_per_driver > 1 and self.components != "driver":
+        if (self.runs_per_driver or 1) > 1 and self.components == "actors":
             raise ValueError(f"execution.runs_per_driver={self.runs_per_driver} needs execution.components=driver "
                              "(runs sharing a driver process cannot each borrow that process's warm hosts)")
         return self
+
+    def resolved(self, schedule: str) -> ExecutionSettings:
+        """`components` and `runs_per_driver` as they apply to a task of this schedule (auto and
+        null resolved; explicit values kept): components in the driver, four runs per process,
+        for the sequential schedule; actors elsewhere. Placement only: no run id changes."""
+        components, per_driver = self.components, self.runs_per_driver
+        if components == "auto":
+            if schedule == "sequential" or ((per_driver or 1) > 1 and schedule != "asynchronous"):
+                components = "driver"
+            elif (per_driver or 1) > 1:
+                raise ValueError(f"execution.runs_per_driver={per_driver}: the {schedule} schedule runs its "
+                                 "components as actors (execution.components=auto: its environment works while agents "
+                                 "call); set execution.components=driver to pack its runs anyway")
+            else:
+                components = "actors"
+        if per_driver is None:
+            per_driver = AUTO_RUNS_PER_DRIVER if components == "driver" and schedule == "sequential" else 1
+        if (components, per_driver) == (self.components, self.runs_per_driver):
+            return self
+        return self.model_copy(update={"components": components, "runs_per_driver": per_driver})
+
+
+#: runs per driver process that execution.runs_per_driver=null gives sequential runs with their
+#: components in the driver (benchmarks/results/engine_throughput.md: 0.98-1.01 of the engine at 8-32
+#: runs in flight, against 0.82-0.94 with a process per run)
+AUTO_RUNS_PER_DRIVER = 4
 
 
 #: the family option blocks of RunConfig (each named after its family, Family.options)
@@ -149,6 +181,9 @@ class _RunConfigBase(BaseModel):
     _counter: CounterChoice | None = PrivateAttr(None)
     #: the resolved team (members' settings, each agent's member), None without one
     _team: Team | None = PrivateAttr(None)
+    #: set by the sweep (launch._run_many) once it has reset the prefix cache of every engine
+    #: the run calls, right before starting it (execution.prefix_cache=reset_per_run)
+    _prefix_cache_reset: bool = PrivateAttr(False)
 
     @model_validator(mode="before")
     @classmethod
@@ -193,6 +228,7 @@ class _RunConfigBase(BaseModel):
             if getattr(self, key, None) is None:
                 raise ValueError(f"{key}: task {self.task} needs {key} to be set")
         task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        self.execution = self.execution.resolved(task.schedule)  # execution.components=auto, runs_per_driver=null
         if self.channel.active:
             if not get_protocol(self.protocol).channel_support:
                 raise ValueError(f"channel: protocol {self.protocol} does not route its messages through the "
@@ -366,7 +402,12 @@ class _RunConfigBase(BaseModel):
                 "topology": self._topology_column(),
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
-                **self._ignored_columns(), **self._team_columns()}
+                **self._ignored_columns(), **self._team_columns(),
+                "prefix_cache_reset": self._prefix_cache_reset if self.agent_endpoints() else None}
+
+    def mark_prefix_cache_reset(self, value: bool = True) -> None:
+        """Record that the run starts on a freshly reset prefix cache (runs column prefix_cache_reset)."""
+        self._prefix_cache_reset = value
 
     def _team_columns(self) -> dict[str, Any]:
         """A team run: its composition stands as the run's model (tables group by it), the

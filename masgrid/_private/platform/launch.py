@@ -28,7 +28,9 @@ from typing import Any
 from collections.abc import Callable, Iterable, Iterator
 
 from masgrid._private.actors import heap
+from masgrid._private.platform.admission import Admission, AdmissionControl, auto_ceiling, processes_per_run
 from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.prefix_cache import reset_prefix_cache
 from masgrid._private.platform.driver import RunDriver, RunSummary
 from masgrid._private.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid._private.platform.results_lock import ResultsLock
@@ -251,6 +253,10 @@ def run_local(cfg: RunConfig) -> RunSummary:
     from masgrid._private.platform.recorder import Recorder
 
     with writer_locks([cfg]):
+        if cfg.execution.prefix_cache == "reset_per_run" and cfg.agent_endpoints():
+            for settings in cfg.agent_endpoints():
+                reset_prefix_cache(settings)
+            cfg.mark_prefix_cache_reset()
         return asyncio.run(RunDriver(cfg, Recorder(cfg.results_dir), False).run())
 
 
@@ -354,17 +360,20 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
         ensure_models(cfgs)
 
 
-def run_many(cfgs: Iterable[RunConfig], max_concurrent: int = 4,
+def run_many(cfgs: Iterable[RunConfig], max_concurrent: int | None = 4,
              on_done: Callable[[RunConfig, RunSummary], None] | None = None,
-             keep_warm: bool = False) -> list[RunSummary]:
-    """Execute runs on Ray, at most `max_concurrent` drivers at once, in submission order,
-    holding each results_dir's writer lock (ResultsDirBusy if another process holds one).
-    `keep_warm`: on a joined cluster, use (or leave) the warm actors of platform/warm.py."""
+             keep_warm: bool = False, admission: Admission = "fixed") -> list[RunSummary]:
+    """Execute runs on Ray in submission order, holding each results_dir's writer lock
+    (ResultsDirBusy if another process holds one). `admission="fixed"`: at most
+    `max_concurrent` drivers at once (None: 4); `"load"` (sweeps): as many as each engine's
+    load admits, `max_concurrent` the ceiling (platform/admission.py). A run that calls a model
+    whose runs are blocked waits; others behind it may start. `keep_warm`: on a joined cluster,
+    use (or leave) the warm actors of platform/warm.py."""
     cfgs = list(cfgs)
     if not cfgs:
         return []
     with writer_locks(cfgs):
-        return _run_many(cfgs, max_concurrent, on_done, keep_warm)
+        return _run_many(cfgs, max_concurrent, on_done, keep_warm, admission)
 
 
 @contextmanager
@@ -382,8 +391,9 @@ def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
             ResultsLock.drop(root)
 
 
-def _run_many(cfgs: list[RunConfig], max_concurrent: int,
-              on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False) -> list[RunSummary]:
+def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
+              on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False,
+              admission: Admission = "fixed") -> list[RunSummary]:
     import ray
 
     ensure_ray(cfgs[0].execution.ray_address)
@@ -402,15 +412,28 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     job = ray.get_runtime_context().get_job_id()
     key = f"{job}:driver-workers"
     # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
-    per_driver = max(c.execution.runs_per_driver for c in cfgs)  # runs a driver process takes at once
-    idle_workers: list[Any] = (warm_drivers(-(-min(max_concurrent, len(cfgs)) // per_driver)) if warm
+    ends = [_endpoints(c) for c in cfgs]  # the model endpoints each run calls
+    reset = any(c.execution.prefix_cache == "reset_per_run" for c in cfgs)
+    cost = max(processes_per_run(c.execution.components, c.execution.runs_per_driver or 1, c.agents,
+                                 c.execution.agents_per_actor) for c in cfgs)
+    control = AdmissionControl(admission, max_concurrent, _endpoint_settings(cfgs), one_at_a_time=reset,
+                               auto=auto_ceiling(cost, ray.cluster_resources().get("CPU") or os.cpu_count() or 1))
+    per_driver = max(c.execution.runs_per_driver or 1 for c in cfgs)  # runs a driver process takes at once
+    # warm drivers for the runs that start at once; more are fetched (or made) as admission raises its limits
+    idle_workers: list[Any] = (warm_drivers(-(-min(control.initial_slots(any(not e for e in ends)), len(cfgs)) // per_driver)) if warm
                                else _RECORDERS.setdefault(key, []))
+    warm_made = len(idle_workers) if warm else 0
     load: dict[Any, int] = {}  # driver worker -> its runs in flight (execution.runs_per_driver)
     retired: set[Any] = set()  # workers that take no more runs: stopped once their last run ends
 
     def pick_worker(cfg: RunConfig) -> Any:
         """A worker with room for one more run (packing), else an idle one, else a new one."""
-        worker = next((w for w, n in load.items() if n < cfg.execution.runs_per_driver and w not in retired), None)
+        nonlocal warm_made
+        worker = next((w for w, n in load.items() if n < (cfg.execution.runs_per_driver or 1) and w not in retired),
+                      None)
+        if worker is None and not idle_workers and warm and warm_made < MAX_WARM_DRIVERS:
+            warm_made += 1
+            idle_workers.append(warm_driver() if warm_made == 1 else _warm_worker(f"driver-{warm_made}"))
         if worker is None:
             worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
                 namespace=NAMESPACE, max_concurrency=16,
@@ -437,13 +460,28 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
     stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
     lost: dict[str, str] = {}  # endpoint -> what its probe found: start no more runs against it
     held: list[int] = []  # runs not started because their endpoint was lost
+    control.pending = lambda name: any(name in ends[i] for i, _ in queue)
     try:
         while (queue and stopped is None) or in_flight:
-            while queue and stopped is None and len(in_flight) < max_concurrent:
-                idx, cfg = queue.pop(0)
-                if lost and lost.keys() & set(_endpoints(cfg)):
+            blocked: set[tuple[str, ...]] = set()  # endpoint sets admission refused in this pass
+            pos = 0
+            while pos < len(queue) and stopped is None and not control.full():
+                idx, cfg = queue[pos]
+                mine = tuple(ends[idx])
+                if lost and lost.keys() & set(mine):
+                    queue.pop(pos)
                     held.append(idx)
                     continue
+                if mine in blocked or not control.may_start(mine):
+                    blocked.add(mine)
+                    pos += 1
+                    continue
+                queue.pop(pos)
+                if cfg.execution.prefix_cache == "reset_per_run" and mine:  # alone on its engines (admission)
+                    for settings in cfg.agent_endpoints():
+                        reset_prefix_cache(settings)
+                    cfg.mark_prefix_cache_reset()
+                control.started(mine)
                 if cfg.results_dir not in recorders:
                     with _storage_errors_unwrapped():
                         if not warm:  # in use until this call returns: never stopped as idle meanwhile
@@ -461,9 +499,14 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                 else:
                     driver = driver_actor(cfg, rec, attempts[idx] + 1)
                     in_flight[driver.run.remote()] = (idx, driver)
-            done, _ = ray.wait(list(in_flight), num_returns=1)
+            if not in_flight:
+                continue
+            # with runs held back by admission, look again once the engines' load may have changed
+            done, _ = ray.wait(list(in_flight), num_returns=1,
+                               timeout=control.poll_s if queue and control.reads_load else None)
             for ref in done:
                 idx, actor = in_flight.pop(ref)
+                control.ended(ends[idx])
                 cfg = cfgs[idx]
                 attempts[idx] += 1
                 try:
@@ -515,6 +558,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int,
                                     f"{len(cfgs)} runs recorded; make results_dir writable (free space) and run the "
                                     "same command again to resume")
     finally:
+        control.stop()
         while len(idle_workers) > MAX_IDLE_DRIVERS:
             ray.kill(idle_workers.pop(), no_restart=True)
         for used in using:
@@ -535,6 +579,21 @@ def _endpoints(cfg: RunConfig) -> list[str]:
         except Exception:  # noqa: BLE001 - a serving config preflight has accepted; never fatal here
             continue
     return names
+
+
+def _endpoint_settings(cfgs: list[RunConfig]) -> dict[str, Any]:
+    """endpoint name (as _endpoints names it) -> the settings of its first run: what admission
+    reads the load of and a reset resets."""
+    from masgrid._private.platform.engine_alive import endpoint_name
+
+    out: dict[str, Any] = {}
+    for cfg in cfgs:
+        for settings in cfg.agent_endpoints():
+            try:
+                out.setdefault(endpoint_name(settings), settings)
+            except Exception:  # noqa: BLE001 - as in _endpoints
+                continue
+    return out
 
 
 def engine_lost_error(lost: dict[str, str], cfgs: list[RunConfig], results: list[RunSummary | None],

@@ -106,7 +106,36 @@ def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
     for settings, served_cfg in to_serve.values():
         probes.append(check_served(served_cfg, settings))
     note_probes(cfgs, [p for p in probes if p])
+    check_prefix_cache_reset(cfgs)
     check_task_prerequisites(cfgs)  # last: it may build (e.g. pip-install a test environment) for minutes
+
+
+def check_prefix_cache_reset(cfgs: Sequence[RunConfig]) -> None:
+    """execution.prefix_cache=reset_per_run: each engine the runs call must take a reset now
+    (one, harmless: nothing of the sweep runs yet), so a server that offers none (vLLM without
+    VLLM_SERVER_DEV_MODE=1: HTTP 404) is one line before anything starts."""
+    from masgrid._private.platform.engine_alive import endpoint_name
+    from masgrid._private.platform.prefix_cache import PrefixCacheResetError, reset_prefix_cache
+
+    seen: set[str] = set()
+    for cfg in cfgs:
+        if cfg.execution.prefix_cache != "reset_per_run":
+            continue
+        for settings in cfg.agent_endpoints():
+            name = endpoint_name(settings)
+            if name in seen:
+                continue
+            seen.add(name)
+            if not settings.base_url:  # a Serve app: deployed by check_served above, or by the sweep
+                from masgrid._private.platform.launch import ensure_ray
+                from masgrid._private.platform.serving import ensure_served
+
+                ensure_ray(cfg.execution.ray_address)
+                ensure_served(settings)
+            try:
+                reset_prefix_cache(settings)
+            except PrefixCacheResetError as exc:
+                raise PreflightError(f"preflight {name}: {exc}") from None
 
 
 def check_task_prerequisites(cfgs: Sequence[RunConfig]) -> None:

@@ -162,6 +162,10 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
     ("tokenizers_version", pa.string()),  # the library that counted with token_counter hf:...
     ("hostname", pa.string()),  # host of the run's driver
+    # true: the sweep reset the prefix cache of every engine the run calls right before it started
+    # (execution.prefix_cache=reset_per_run); false: the run found the cache as earlier calls left it;
+    # null: the run calls no model endpoint (scripted agents)
+    ("prefix_cache_reset", pa.bool_()),
     ("config_json", pa.string()),
 ]
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid._private.envs.tasks import get_task
+from masgrid._private.platform.admission import AUTO_CEILING, FIXED_DEFAULT
 from masgrid._private.platform.stopping import AdaptiveSettings
 from masgrid._private.platform.config import ConfigError, RunConfig, format_validation_error
 from masgrid._private.platform.run_outcome import USABLE  # complete on resume: the statuses whose metrics tables use
@@ -37,7 +38,16 @@ class SweepSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_concurrent: int = Field(4, ge=1, description="runs (driver actors) in flight at once")
+    max_concurrent: int | None = Field(
+        None, ge=1, description="the ceiling on runs in flight at once over the whole sweep; null (default): "
+        f"{AUTO_CEILING} where admission follows the engines' load, {FIXED_DEFAULT} elsewhere (scripted runs, an "
+        "endpoint whose load cannot be read, admission=fixed). Runs without a model endpoint, and runs against an "
+        "endpoint whose load cannot be read, keep this many (null: 4) in flight")
+    admission: Literal["load", "fixed"] = Field(
+        "load", description="load: per model endpoint, start another run while the engine has no request waiting "
+        "(vLLM's /metrics, or the Serve replicas' ongoing requests), from 4 up to the ceiling, backing off while "
+        "requests wait, never below one run (platform/admission.py); fixed: exactly max_concurrent (null: 4) in "
+        "flight, as before")
     retry_failed: bool = Field(False, description="re-run grid points that failed on their own terms "
                                                   "(error_class task_error, config_error); interrupted ones always re-run")
     retry_invalid: bool = Field(True, description="re-run grid points recorded invalid (their model calls failed: "
@@ -231,7 +241,7 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                   f"{' (sweep.retry_failed=true re-runs them)' if plan.skipped_failed else ''}, "
                   f"{len(plan.todo)} to run ({plan.retried} retries"
                   f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
-                  f"at most {settings.max_concurrent} at once")
+                  f"{in_flight_rule(settings, plan.todo)}")
     _execute(plan.todo, settings, result, progress)
     _summary(result, cfgs, progress)
     return result
@@ -265,7 +275,8 @@ def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult
 
     def execute(runs: list[RunConfig], done: Callable[[RunConfig, Any], None]) -> None:
         # on a cluster that outlives the command, the sweep's processes stay warm for the next one
-        run_many(runs, max_concurrent=settings.max_concurrent, on_done=done, keep_warm=keep_warm)
+        run_many(runs, max_concurrent=settings.max_concurrent, on_done=done, admission=settings.admission,
+                 keep_warm=keep_warm)
 
     try:
         if needs_phases(todo):  # models the sweep deploys itself: in phases that fit the cluster
@@ -274,6 +285,17 @@ def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult
             execute(todo, on_done)
     finally:
         progress.stop()
+
+
+def in_flight_rule(settings: SweepSettings, todo: Sequence[RunConfig]) -> str:
+    """How many runs the sweep keeps in flight, in words (its first progress line)."""
+    if any(c.execution.prefix_cache == "reset_per_run" for c in todo):
+        return "one run at a time per engine, each on a reset prefix cache (execution.prefix_cache=reset_per_run)"
+    fixed = settings.max_concurrent or FIXED_DEFAULT
+    if settings.admission == "fixed" or not any(c.agent_endpoints() for c in todo):
+        return f"at most {fixed} at once"
+    return (f"as many at once as each engine's load admits, at most {settings.max_concurrent or AUTO_CEILING} "
+            "(sweep.admission=load)")
 
 
 def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProgress) -> None:
