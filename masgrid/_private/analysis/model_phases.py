@@ -1,6 +1,6 @@
 """The model-phases table of sweeps over models (`results_dir/phases/`, docs/results.md
 "phases"): one row per phase a sweep executed, with how long loading and releasing its
-models took; written by the sweep (platform/model_phases/runner.py), read here for reports."""
+models took; written by the sweep (platform/model_phases/phase_table.py), read here for reports."""
 
 from __future__ import annotations
 
@@ -37,25 +37,6 @@ PHASE_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "results_dir": (pa.string(), "where the phase's runs are recorded"),
 }
 PHASES_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in PHASE_COLUMNS.items()])
-
-
-def write_phases(rows: list[dict[str, Any]], sweep_id: str, results_dirs: list[str]) -> None:
-    """The sweep's phase rows to each results_dir/phases/part-<sweep_id>.parquet, atomically
-    (rewritten as phases end, so an interrupted sweep keeps the phases it finished)."""
-    import os
-
-    import pyarrow.parquet as pq
-
-    from masgrid._private.platform.storage import storage_errors
-
-    for results_dir in results_dirs:
-        folder = Path(results_dir) / PHASES_DIR
-        with storage_errors(folder):
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".part-{sweep_id}.parquet.tmp"
-            table = pa.Table.from_pylist([{**r, "results_dir": results_dir} for r in rows], schema=PHASES_SCHEMA)
-            pq.write_table(table, tmp)
-            os.replace(tmp, folder / f"part-{sweep_id}.parquet")
 
 
 def read_phases(results_dir: str | Path) -> Any:

@@ -188,7 +188,7 @@ class PhaseRunner:
         delete_app(app)
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
-        from masgrid._private.analysis.model_phases import write_phases
+        from masgrid._private.platform.model_phases.phase_table import write_phases
 
         write_phases(rows, self.sweep_id, self.results_dirs)
 
