@@ -108,13 +108,13 @@ def deploy(settings: BackendSettings, http_host: str = "127.0.0.1", replicas: in
         serve_llm()
         spec.check_weights()  # before anything is scheduled
         spec.check_kv_cache()
-    app = build_application(settings, spec, replicas)
+    app = _pickle_race_retried(lambda: build_application(settings, spec, replicas))
     check_http_port(spec, http_host)
     serve.start(http_options={"host": http_host, "port": spec.http_port})
 
     with (EngineStartWatch(spec.app) if spec.kind == "vllm" else nullcontext()) as watch:
         try:
-            run_app(app, spec, watch)
+            _pickle_race_retried(lambda: run_app(app, spec, watch))
         except RuntimeError as exc:  # a replica that cannot start: say why in one line, leave no engine behind
             cause = watch.cause if watch is not None else None
             if cause is not None:
@@ -131,6 +131,25 @@ def deploy(settings: BackendSettings, http_host: str = "127.0.0.1", replicas: in
                 log.debug("Serve app %s deleted %.1f s after its engine refused to start", spec.app, error.after_s)
             raise error from None
     return spec
+
+
+def _pickle_race_retried(step: Any, attempts: int = 4) -> Any:
+    """Run `step`, again when Ray Serve's config building lost a race with another thread of
+    this process. Serve registers a router's module for cloudpickle's by-value pickling, pickles
+    the class and unregisters it (serve/config.py), with no lock: a Serve handle's router thread
+    doing the same while a model phase deploys the next app makes the second unregister raise
+    `ValueError: <module ...> is not registered for pickle by value` (seen in the test suite
+    right after the previous phase's app was deleted). Nothing was deployed then, so it is safe
+    to repeat."""
+    for attempt in range(attempts):
+        try:
+            return step()
+        except ValueError as exc:
+            if "registered for pickle by value" not in str(exc) or attempt == attempts - 1:
+                raise
+            log.debug("Serve's pickling race (%s); building again", exc)
+            time.sleep(0.2 * (attempt + 1))
+    return None
 
 
 def run_app(app: Any, spec: ServingSpec, watch: EngineStartWatch | None, poll_s: float = 0.5) -> None:
