@@ -86,6 +86,9 @@ def delete_apps(*apps: str) -> None:
 
 @pytest.fixture
 def clean(ray_session):
+    """Starts from no managed app: earlier tests' single runs leave theirs registered (e.g. the
+    default stand-in), and a phase would rightly release it, which the release lists check."""
+    delete_apps(*cluster_state.managed_apps())
     yield
     delete_apps("ph-a", "ph-b", "ph-broken")
 
