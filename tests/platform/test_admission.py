@@ -196,6 +196,17 @@ def test_components_auto_follow_the_schedule_and_explicit_values_win():
         ExecutionSettings(runs_per_driver=2).resolved("asynchronous")
 
 
+def test_status_actors_start_only_where_a_driver_runs_one_run_at_a_time():
+    """A packed driver's long runs would each start a process 30 s in (the SIMAS sweep with
+    defaults lost its throughput to them); explicit values still win."""
+    assert ExecutionSettings().status_actor_after_s == "auto"
+    assert ExecutionSettings().resolved("sequential").status_actor_after_s is None
+    assert ExecutionSettings().resolved("lockstep").status_actor_after_s == 30.0
+    assert ExecutionSettings(runs_per_driver=1).resolved("sequential").status_actor_after_s == 30.0
+    assert ExecutionSettings(status_actor_after_s=2.0).resolved("sequential").status_actor_after_s == 2.0
+    assert ExecutionSettings(status_actor_after_s=None).resolved("lockstep").status_actor_after_s is None
+
+
 def test_the_layout_is_no_part_of_a_run_id():
     base = {"task": "simas/mmlu", "protocol": "groupchat", "agents": 4, "simas": {"subject": "college_physics"}}
     ids = {RunConfig.from_mapping({**base, "execution": ex}).run_id

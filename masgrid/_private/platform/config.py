@@ -54,10 +54,12 @@ class ExecutionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
-    status_actor_after_s: float | None = Field(
-        30.0, ge=0, description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
-        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. Many "
-        "concurrent latency-bound runs (sequential group discussions) on few cores gain from a later start or none")
+    status_actor_after_s: float | Literal["auto"] | None = Field(
+        "auto", description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
+        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. auto (default): "
+        "30 s where a driver process executes one run at a time, never where it packs several "
+        "(runs_per_driver > 1: many concurrent latency-bound runs on few cores, where one process per "
+        "long run cost SIMAS sweeps their throughput); the run stays the dashboard task `run:<id>` either way")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     components: Literal["auto", "actors", "driver"] = Field(
         "auto", description="where a Ray run's environment and agent hosts live: their own actors, or `driver`: "
@@ -116,9 +118,10 @@ class ExecutionSettings(BaseModel):
         return self
 
     def resolved(self, schedule: str) -> ExecutionSettings:
-        """`components` and `runs_per_driver` as they apply to a task of this schedule (auto and
-        null resolved; explicit values kept): components in the driver, four runs per process,
-        for the sequential schedule; actors elsewhere. Placement only: no run id changes."""
+        """`components`, `runs_per_driver` and `status_actor_after_s` as they apply to a task of
+        this schedule (auto and null resolved; explicit values kept): components in the driver,
+        four runs per process and no status actors for the sequential schedule; actors and a
+        status actor 30 s in elsewhere. Placement only: no run id changes."""
         components, per_driver = self.components, self.runs_per_driver
         if components == "auto":
             if schedule == "sequential" or ((per_driver or 1) > 1 and schedule != "asynchronous"):
@@ -131,15 +134,22 @@ class ExecutionSettings(BaseModel):
                 components = "actors"
         if per_driver is None:
             per_driver = AUTO_RUNS_PER_DRIVER if components == "driver" and schedule == "sequential" else 1
-        if (components, per_driver) == (self.components, self.runs_per_driver):
+        status_after = self.status_actor_after_s
+        if status_after == "auto":
+            status_after = STATUS_ACTOR_AFTER_S if per_driver == 1 else None
+        if (components, per_driver, status_after) == (self.components, self.runs_per_driver,
+                                                      self.status_actor_after_s):
             return self
-        return self.model_copy(update={"components": components, "runs_per_driver": per_driver})
+        return self.model_copy(update={"components": components, "runs_per_driver": per_driver,
+                                       "status_actor_after_s": status_after})
 
 
 #: runs per driver process that execution.runs_per_driver=null gives sequential runs with their
 #: components in the driver (benchmarks/results/engine_throughput.md: 0.98-1.01 of the engine at 8-32
 #: runs in flight, against 0.82-0.94 with a process per run)
 AUTO_RUNS_PER_DRIVER = 4
+#: when a run that has its driver process to itself gets its named status actor (run_status.py)
+STATUS_ACTOR_AFTER_S = 30.0
 
 
 #: the family option blocks of RunConfig (each named after its family, Family.options)

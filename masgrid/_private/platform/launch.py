@@ -209,7 +209,8 @@ class DriverWorker:
             if self.watch is None or self.watch.done():
                 self.watch = asyncio.ensure_future(self._watch_owners())
         after = cfg.execution.status_actor_after_s
-        name = RunName(cfg.run_id, after) if after is not None else None  # the run's dashboard name (run_status.py)
+        # the run's named status actor (run_status.py); resolved per schedule, "auto" only if unresolved
+        name = RunName(cfg.run_id, float(after)) if isinstance(after, (int, float)) else None
         try:
             with heap.run_in_process():  # several at once: execution.runs_per_driver
                 summary = await RunDriver(cfg, recorder, True, self.pool, status=name).run()
