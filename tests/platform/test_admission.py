@@ -19,6 +19,7 @@ from masgrid._private.platform import admission as adm
 from masgrid._private.platform.admission import AdmissionControl, Load, LoadUnreadable, VllmMetricsReader
 from masgrid._private.platform.config import ConfigError, ExecutionSettings, RunConfig
 from masgrid._private.platform.sweep import sweep_settings
+from tests.support.load_under_requests import readings_while_busy
 
 
 class Scripted(adm.LoadReader):
@@ -228,17 +229,7 @@ def post(engine, max_tokens: int) -> None:
 def test_the_load_of_the_real_engine_is_read_from_its_metrics(vllm_engine):
     reader = VllmMetricsReader(vllm_engine.base_url)
     assert reader.read().running == 0
-    threads = [threading.Thread(target=post, args=(vllm_engine, 1500)) for _ in range(6)]
-    for t in threads:
-        t.start()
-    readings = []
-    for _ in range(40):
-        readings.append(reader.read())
-        if readings[-1].running >= 2:
-            break
-        threading.Event().wait(0.1)
-    for t in threads:
-        t.join()
+    readings = readings_while_busy(reader.read, lambda: post(vllm_engine, 1500), 6, 40, lambda r: r.running >= 2)
     assert max(r.running + r.waiting for r in readings) >= 2, readings
     assert reader.read() == Load(0, 0)
 

@@ -6,7 +6,6 @@ of ongoing requests."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 
 import pandas as pd
@@ -14,6 +13,7 @@ import pytest
 
 from masgrid._private.platform.serving import compose_model
 from tests.support.engine import engine_missing
+from tests.support.load_under_requests import readings_while_busy
 
 PROMPT = [{"role": "user", "content": "alpha beta gamma delta " * 220}]  # well over one KV block
 
@@ -82,17 +82,7 @@ def test_the_load_of_a_serve_app_is_its_replicas_ongoing_requests(two_replicas):
     reader = reader_for(settings)
     assert reader is not None and reader.read() == Load(0, 0)
     url = f"http://127.0.0.1:{spec.http_port}/tiny-reset/v1/chat/completions"
-    threads = [threading.Thread(target=chat, args=(url, 1500)) for _ in range(4)]
-    for t in threads:
-        t.start()
-    readings = []
-    for _ in range(60):
-        readings.append(reader.read())
-        if readings[-1].running >= 2:
-            break
-        threading.Event().wait(0.1)
-    for t in threads:
-        t.join()
+    readings = readings_while_busy(reader.read, lambda: chat(url, 1500), 4, 60, lambda r: r.running >= 2)
     assert max(r.running for r in readings) >= 2, readings
     assert reader.read() == Load(0, 0)
 

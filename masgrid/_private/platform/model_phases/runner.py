@@ -104,7 +104,7 @@ class PhaseRunner:
                                "load_s": 0.0, "release_s": 0.0, "run_s": 0.0, "runs": len(phase.runs),
                                "runs_held": 0, "cluster": plan.cluster.describe(), "started_at": started}
         t0 = time.monotonic()
-        released = self._release(plan, keep=set(phase.models) | set(phase.asleep))
+        released = release_unneeded(plan, set(phase.models) | set(phase.asleep), self.note)
         for app in phase.sleeps:
             set_asleep(plan.demands[app], True, self.note)
             released.append(plan.demands[app].name)
@@ -127,7 +127,7 @@ class PhaseRunner:
                 continue
             try:
                 probe = next(c for c in phase.runs if app in plan.needs[c.run_id])
-                self._load(demand, phase.replicas[app], probe)
+                load_model(demand, phase.replicas[app], probe, self.note)
                 row["loaded"].append(demand.name)
             except Exception as exc:  # noqa: BLE001 - a model that does not load holds its runs, the sweep goes on
                 failed[app] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -173,19 +173,8 @@ class PhaseRunner:
         endpoint = str(getattr(exc, "endpoint", "") or "")
         for app, demand in plan.demands.items():
             if endpoint.endswith(f"Serve app {app}") or _route_of(demand) in endpoint:
-                self._delete(app)
+                delete_app(app)
         return [c for p in plan.phases for c in p.runs if c.run_id not in self._done]
-
-    # -- Serve ----------------------------------------------------------------------------------
-    def _release(self, plan: PhasePlan, keep: set[str]) -> list[str]:
-        return release_unneeded(plan, keep, self.note)
-
-    def _load(self, demand: ModelDemand, replicas: int, probe: RunConfig) -> None:
-        load_model(demand, replicas, probe, self.note)
-
-    @staticmethod
-    def _delete(app: str) -> None:
-        delete_app(app)
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
         from masgrid._private.platform.model_phases.phase_table import write_phases

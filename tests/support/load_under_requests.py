@@ -1,0 +1,25 @@
+"""Read an engine's load while long requests are in flight (admission's readers under test)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def readings_while_busy(read: Callable[[], Any], send: Callable[[], Any], requests: int, tries: int,
+                        enough: Callable[[Any], bool]) -> list[Any]:
+    """Sends `requests` calls at once, each on a thread, and reads the load every 0.1 s (at most
+    `tries` times) until a reading is `enough`; returns the readings once every call is back."""
+    threads = [threading.Thread(target=send) for _ in range(requests)]
+    for t in threads:
+        t.start()
+    readings: list[Any] = []
+    for _ in range(tries):
+        readings.append(read())
+        if enough(readings[-1]):
+            break
+        threading.Event().wait(0.1)
+    for t in threads:
+        t.join()
+    return readings
