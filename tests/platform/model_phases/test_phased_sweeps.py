@@ -90,7 +90,7 @@ def clean(ray_session):
     default stand-in), and a phase would rightly release it, which the release lists check."""
     delete_apps(*cluster_state.managed_apps())
     yield
-    delete_apps("ph-a", "ph-b", "ph-broken")
+    delete_apps("ph-a", "ph-b", "ph-c", "ph-broken")
 
 
 def test_two_models_that_do_not_fit_together_run_in_two_phases_and_resume_loads_nothing(clean, tmp_path):
@@ -183,7 +183,7 @@ def test_a_second_sweep_is_refused_while_another_live_sweep_swaps_models(clean, 
 
 def test_a_single_run_deploys_its_model_as_one_phase_and_refuses_a_team_that_cannot_fit(clean, tmp_path):
     """Outside a sweep (masgrid run, the API): the app a phased sweep left up is released for a
-    model that needs its room, and a team that cannot be up at once is one preflight line."""
+    model that needs its room (and kept for one that fits beside it), and a team that cannot be up at once is one preflight line."""
     from ray import serve
 
     from masgrid._private.platform.launch import run_many
@@ -197,6 +197,9 @@ def test_a_single_run_deploys_its_model_as_one_phase_and_refuses_a_team_that_can
     assert "ph-b" in apps and "ph-a" not in apps
     (summary,) = run_many([cfg])
     assert summary.status == "ok"
+    (small,) = runs(standin("c", cpus=0.05), str(tmp_path / "small"), seeds=(0,))
+    preflight([small])  # fits beside b: b stays up
+    assert {"ph-b", "ph-c"} <= set(serve.status().applications)
     team = RunConfig.from_mapping({
         "task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "backend": "serve", "results_dir": str(tmp_path),
         "model": standin("a"), "team": {"models": ["a", "b"], "presets": {

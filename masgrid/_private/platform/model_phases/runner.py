@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.model_phases import cluster_state
-from masgrid._private.platform.model_phases.capacity import Cluster, cluster_now
+from masgrid._private.platform.model_phases.capacity import Cluster, cluster_now, fits
 from masgrid._private.platform.model_phases.demand import ModelDemand
 from masgrid._private.platform.model_phases.plan import Phase, PhasePlan, PhasePlanError, managed_models, plan_phases
 
@@ -243,7 +243,8 @@ def delete_app(app: str, settle_s: float = 15.0) -> None:
 
 def ensure_models(cfgs: Sequence[RunConfig], note: Callable[[str], None] = log.info) -> None:
     """Outside a sweep (`masgrid run`, the Python API): deploy what these runs need as one
-    phase, releasing the apps an earlier phased sweep left up that they do not need. Runs
+    phase; the managed apps up that they do not need (left by a phased sweep or an earlier
+    run) are released only when what is missing does not fit beside them. Runs
     whose models cannot be up together are refused (PhasePlanError): a sweep runs them in phases."""
     wanted = {d.app: d for c in cfgs for d in managed_models(c)}
     up = set(_deployed_apps())
@@ -256,7 +257,9 @@ def ensure_models(cfgs: Sequence[RunConfig], note: Callable[[str], None] = log.i
                                  f"fit on the cluster together ({plan.cluster.describe()}); run them as a sweep "
                                  "(masgrid run -m), which deploys them in phases")
         phase = plan.phases[0]
-        release_unneeded(plan, set(phase.models), note)
+        missing = [(plan.demands[app], phase.replicas[app]) for app in phase.models if app not in up]
+        if not fits(cluster_now(), missing):  # no room beside what is up: release what these runs do not need
+            release_unneeded(plan, set(phase.models), note)
         up = set(_deployed_apps())
         for app in phase.models:
             if app not in up:
