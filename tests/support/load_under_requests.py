@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,3 +24,14 @@ def readings_while_busy(read: Callable[[], Any], send: Callable[[], Any], reques
     for t in threads:
         t.join()
     return readings
+
+
+def settles_to(read: Callable[[], Any], expected: Any, within_s: float = 10.0) -> Any:
+    """The last reading, taken every 0.2 s until it equals `expected` or `within_s` passed: a
+    replica still counts a call for a moment after its client has the answer."""
+    deadline = time.monotonic() + within_s
+    reading = read()
+    while reading != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+        reading = read()
+    return reading

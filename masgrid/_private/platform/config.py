@@ -59,7 +59,7 @@ class ExecutionSettings(BaseModel):
         "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. auto (default): "
         "30 s where a driver process executes one run at a time, never where it packs several "
         "(runs_per_driver > 1: many concurrent latency-bound runs on few cores, where one process per "
-        "long run cost SIMAS sweeps their throughput); the run stays the dashboard task `run:<id>` either way")
+        "long run cost sequential-discussion sweeps their throughput); the run stays the dashboard task `run:<id>` either way")
     agents_per_actor: int = Field(100, ge=1, description="agents sharing one AgentHost actor (see benchmarks/bench_runtime.py)")
     components: Literal["auto", "actors", "driver"] = Field(
         "auto", description="where a Ray run's environment and agent hosts live: their own actors, or `driver`: "
