@@ -70,7 +70,7 @@ def head(tmp_path, tiny_model):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(30)
+            proc.wait(5)  # a graceful stop of the head alone took over 30 s: what is left is killed below
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         # this head's processes only (never `ray stop`: it stops every Ray on the machine, the
