@@ -70,3 +70,18 @@ def vllm_engine(tiny_model, tmp_path_factory):
     engine = start_engine(tiny_model, tmp_path_factory.mktemp("vllm"))
     yield engine
     engine.stop()
+
+
+@pytest.fixture(scope="session")
+def serve_port(ray_session):
+    """One Serve HTTP proxy for the session, on a free loopback port. Serve keeps the port of
+    whoever starts it first, so every test that reaches Serve over HTTP asks for this one."""
+    import socket
+
+    from ray import serve
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    return port

@@ -5,8 +5,6 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-import pytest
-
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.records import RUN_METRICS
 from masgrid._private.resources import conf_dir
@@ -32,16 +30,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def serve_port(ray_session: Any) -> int:
-    """One Serve HTTP proxy for the session, on a free loopback port."""
-    from ray import serve
-
-    port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
-    return port
 
 
 def metrics_of(results_dir: str, run_id: str) -> dict[str, Any]:

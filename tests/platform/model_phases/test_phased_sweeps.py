@@ -16,22 +16,20 @@ from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.model_phases import cluster_state
 from masgrid._private.platform.model_phases.plan import PhasePlanError
 from masgrid._private.platform.sweep import run_sweep, sweep_settings
-from tests.support.engine import free_port
 
-PORT = free_port()
 #: what each stand-in reserves: more than half of what the session's Ray has free when this
 #: module starts (1.5 of 2 CPUs on a quiet session), so one fits and two do not
-FOOTPRINT = {"cpus": 1.5, "free": 2.0}
+FOOTPRINT = {"cpus": 1.5, "free": 2.0, "port": 0}
 
 
 def standin(name: str, cpus: float | None = None) -> dict:
     return {"name": name, "served_name": name, "serving": {
-        "kind": "standin", "app": f"ph-{name}", "route_prefix": f"/ph-{name}", "http_port": PORT,
+        "kind": "standin", "app": f"ph-{name}", "route_prefix": f"/ph-{name}", "http_port": FOOTPRINT["port"],
         "standin": {"cpus": FOOTPRINT["cpus"] if cpus is None else cpus}}}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def footprint(ray_session):
+def footprint(ray_session, serve_port):
     """Size the stand-ins by what the session's Ray has free now (earlier tests' Serve apps,
     e.g. engines another module left deployed, may hold some of its 2 CPUs)."""
     import ray
@@ -39,7 +37,7 @@ def footprint(ray_session):
     free = round(ray.available_resources().get("CPU", 0.0), 2)
     if free < 0.5:
         pytest.skip(f"the session's Ray has only {free} CPU free for stand-in models")
-    FOOTPRINT.update(cpus=round(free * 0.6, 2), free=free)
+    FOOTPRINT.update(cpus=round(free * 0.6, 2), free=free, port=serve_port)
 
 
 def runs(model: dict, results: str, seeds=(0, 1)) -> list[RunConfig]:
@@ -145,7 +143,7 @@ def test_a_team_that_needs_both_at_once_is_refused_before_anything_starts(clean,
 
 def test_a_model_that_does_not_load_holds_its_runs_and_the_next_phase_goes_on(clean, tmp_path):
     broken = {"name": "broken", "served_name": "broken", "serving": {
-        "kind": "vllm", "accelerator": "cpu", "app": "ph-broken", "route_prefix": "/ph-broken", "http_port": PORT,
+        "kind": "vllm", "accelerator": "cpu", "app": "ph-broken", "route_prefix": "/ph-broken", "http_port": FOOTPRINT["port"],
         "model_path": str(tmp_path / "no-weights"), "cpus_per_worker": 0.5, "ingress_cpus": 0.1}}
     cfgs = runs(broken, str(tmp_path)) + runs(standin("a"), str(tmp_path))
     result = run_sweep(cfgs, sweep_settings({"progress": "off"}))
