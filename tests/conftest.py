@@ -76,12 +76,10 @@ def vllm_engine(tiny_model, tmp_path_factory):
 def serve_port(ray_session):
     """One Serve HTTP proxy for the session, on a free loopback port. Serve keeps the port of
     whoever starts it first, so every test that reaches Serve over HTTP asks for this one."""
-    import socket
-
     from ray import serve
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from tests.support.engine import free_port
+
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return port

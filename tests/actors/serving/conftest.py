@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from masgrid._private.platform.config import RunConfig
@@ -24,12 +23,6 @@ def compose_run(overrides: list[str]) -> RunConfig:
 
     run_cfg, _ = split_job_config(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     return run_cfg
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def metrics_of(results_dir: str, run_id: str) -> dict[str, Any]:
