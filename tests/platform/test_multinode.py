@@ -41,6 +41,11 @@ def check(facts: dict) -> None:
     # drivers ran on the worker nodes only, and on both
     assert set(facts["driver_nodes"]) == run_ids
     assert {node for nodes in facts["driver_nodes"].values() for node in nodes} == workers
+    # one endpoint limit for the whole cluster, on the head, and the agent hosts calling
+    # through it ran on other nodes too: the server never had more requests than it allows
+    assert facts["limit_nodes"] == [facts["head"]]
+    assert set(facts["host_nodes"]) - {facts["head"]}, facts["host_nodes"]
+    assert facts["most_requests_in_flight"] <= 2
     # one recorder, on the node the sweep was submitted from (the head)
     assert facts["submitter_node"] == facts["head"]
     assert facts["recorder_nodes"] == [facts["head"]]

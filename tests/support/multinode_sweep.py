@@ -25,6 +25,8 @@ from typing import Any
 import pandas as pd
 
 N_RUNS = 10
+#: model.max_connections of the sweep: one limit shared by the runs on both worker nodes
+MAX_CONNECTIONS = 2
 
 
 def actor_nodes(prefix: str) -> dict[str, list[tuple[str, str]]]:
@@ -65,12 +67,13 @@ def _sweep(out: Path, results: Path) -> None:
     from masgrid._private.platform.config import RunConfig
     from masgrid._private.platform.launch import ensure_ray
     from masgrid._private.platform.sweep import SweepSettings, run_sweep
-    from tests.support.chat_server import ChatServer, Reply, agent_and_turn
+    from tests.support.chat_server import Reply, agent_and_turn
+    from tests.support.rate_limited_provider import RateLimitedProvider
 
-    def script(request: dict) -> Reply:  # a slow model: each run takes a few seconds
+    def script(request: dict) -> Reply:  # a slow model (0.4 s an answer): each run takes a few seconds
         _, turn = agent_and_turn(request)
         text = "```\nbroadcast_message hello\n```\n```\nreceive_messages\n```" if turn < 3 else "```\nsubmit_result [1]\n```"
-        return Reply(text, hang_s=0.4)
+        return Reply(text)
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     workers = [cluster.add_node(num_cpus=1, resources={"worker": 2}) for _ in range(2)]
@@ -79,11 +82,13 @@ def _sweep(out: Path, results: Path) -> None:
     try:
         ensure_ray(cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         facts["submitter_node"] = ray.get_runtime_context().get_node_id()
-        with ChatServer(script) as server:
+        # no rate limit; at most MAX_CONNECTIONS requests in flight, from every node together
+        with RateLimitedProvider(rate=10**6, latency_s=0.4, answer=script) as server:
             cfgs = [RunConfig.from_mapping({
                 "task": "sorting", "agents": 2, "k": 1, "max_rounds": 5, "seed": seed, "backend": "openai",
                 "preflight": False, "results_dir": str(results),
-                "model": {"name": "slow", "base_url": server.base_url, "max_retries": 0},
+                "model": {"name": "slow", "base_url": server.base_url, "max_retries": 0, "timeout_s": 5,
+                          "max_connections": MAX_CONNECTIONS},
                 "execution": {"driver_resources": {"worker": 1}}}) for seed in range(N_RUNS)]
             facts["run_ids"] = [c.run_id for c in cfgs]
             settings = SweepSettings(max_concurrent=4, progress="off", reuse_actors=False)
@@ -119,6 +124,7 @@ def _sweep(out: Path, results: Path) -> None:
             # the resume: failed runs (their driver's node died) run again on the surviving nodes
             second = run_sweep(cfgs, settings)  # a plain resume: interrupted runs are re-run
             facts["second_pass"] = {"ran": second.ran, "ok": second.ok, "failed": second.failed}
+            facts["most_requests_in_flight"] = server.log.max_in_flight
         final = recorded(results)
         facts["final"] = {r: {"status": s, "started_at": str(t)}
                           for r, s, t in zip(final["run_id"], final["status"], final["started_at"])}
@@ -126,6 +132,10 @@ def _sweep(out: Path, results: Path) -> None:
         for name, places in actor_nodes("run:").items():
             drivers.setdefault(name[4:].split("#")[0], set()).update(node for node, _ in places)
         facts["driver_nodes"] = {run_id: sorted(nodes) for run_id, nodes in drivers.items()}
+        facts["limit_nodes"] = sorted({node for places in actor_nodes("masgrid-endpoint-limits").values()
+                                       for node, _ in places})
+        facts["host_nodes"] = sorted({info["Address"]["NodeID"] for info in ray._private.state.actors().values()
+                                      if info.get("ActorClassName", "").endswith("AgentHost")})
         facts["recorder_nodes"] = sorted({node for places in actor_nodes("recorder:").values() for node, _ in places})
     finally:
         ray.shutdown()

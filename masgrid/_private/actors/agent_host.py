@@ -165,7 +165,8 @@ class AgentHost:
                 completion = await (backend.complete(history, tools) if tools else backend.complete(history))
             except Exception as exc:  # noqa: BLE001 - a backend bug must not end the round
                 completion = Completion(error=f"{type(exc).__name__}: {exc}")
-            completion.started_at = sent
+            if completion.started_at is None:  # HTTP backends set when their first request went out
+                completion.started_at = sent
             return completion
 
     def history(self, agent: int) -> list[Message]:

@@ -91,6 +91,7 @@ class AgentStats:
     fallbacks: int = 0  # replies that failed the protocol's validator and were retried
     failed_parses: int = 0  # retries that were invalid as well
     model_calls: int = 0
+    queue_s: float = 0.0  # waiting for the endpoint's shared connection limit (model.max_connections)
     stopped: str | None = None  # why the agent was no longer called (a final refusal)
 
 
@@ -200,7 +201,7 @@ class RunLog:
                     error_class=first.error_class, http_status=first.http_status,
                     tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
                     usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
-                    call_started=_when(first.started_at), messages_sent=0)
+                    queue_s=first.queue_s, call_started=_when(first.started_at), messages_sent=0)
                 # the host's retry turn: the format check's message, as a user message
                 self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
                               source=invalid)
@@ -240,11 +241,12 @@ class RunLog:
                     text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                     tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
-                    attempts=c.attempts, call_started=_when(c.started_at), messages_sent=0,
+                    attempts=c.attempts, queue_s=c.queue_s, call_started=_when(c.started_at), messages_sent=0,
                     tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
     def _count_call(self, st: AgentStats, c: Completion, agent: int) -> None:
         st.model_calls += 1
+        st.queue_s += c.queue_s
         st.tokens_in += c.tokens_in
         st.tokens_out += c.tokens_out
         if c.tokens_cached is not None:
@@ -286,7 +288,7 @@ class RunLog:
         self._event(phase=phase, round=number, agent=None, actor=actor, kind="scoring_call", verb=None, role=None,
                     text=prompt, reply=c.text, ok=c.error is None, error=c.error, error_class=c.error_class,
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
-                    usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts,
+                    usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts, queue_s=c.queue_s,
                     call_started=_when(c.started_at), messages_sent=0, t=c.started_at)
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
@@ -591,6 +593,7 @@ class RunDriver:
             "fallbacks": sum(s.fallbacks for s in stats),
             "failed_parses": sum(s.failed_parses for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
+            "queue_s": sum(s.queue_s for s in stats),
             "agents_stopped": sum(s.stopped is not None for s in stats),
             "context_overflows": log.error_classes.get("context_length", 0),
             **cache_metrics(stats),

@@ -404,6 +404,7 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
         cfgs = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
                 for c in cfgs]
     _ensure_deployments(cfgs)
+    _ensure_endpoint_limits(cfgs)
     for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
         log.info("masgrid: %d run(s); results are written to %s/{runs,agents,events}", len(cfgs), root)
     recorders: dict[str, Any] = {}
@@ -566,6 +567,16 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
             _RECORDERS_IN_USE[used] -= 1
         _stop_idle_recorders()
     return [r for r in results if r is not None]
+
+
+def _ensure_endpoint_limits(cfgs: list[RunConfig]) -> None:
+    """Make the session's endpoint-limit actor here when a run sets `model.max_connections`,
+    so it belongs to this command and lives until its end, not to whichever agent host asks
+    first (backends/endpoint_limit.py)."""
+    if any(s.max_connections is not None for c in cfgs for s in c.agent_endpoints()):
+        from masgrid._private.actors.backends.endpoint_limit import limits_actor
+
+        limits_actor()
 
 
 def _endpoints(cfg: RunConfig) -> list[str]:

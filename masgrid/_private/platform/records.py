@@ -109,6 +109,8 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
                        "cache; null when no call reported cached tokens"),
     "calls_cache_reported": (pa.int64(), "successful model calls whose server reported cached tokens (if fewer "
                              "than model_calls - model_errors, cache_hit_rate understates the cache)"),
+    "queue_s": (pa.float64(), "seconds the run's model calls waited for their endpoint's shared connection "
+                "limit (model.max_connections), summed over calls; not part of any latency; 0 without a shared limit"),
     "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
                               "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
     "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
@@ -227,6 +229,8 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; with strict rounds, a receiver still active at the round boundary)"),
     "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
     "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
+    "queue_s": (pa.float64(), "seconds", "time this agent's model calls waited for their endpoint's shared "
+                                         "connection limit (model.max_connections), summed"),
     "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
     "stacked_blocks": (pa.int64(), "blocks", "this agent's fenced blocks that broke one command per block "
                                              "(see the run metric)"),
@@ -312,9 +316,12 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
                                            "estimate (counted here: no usage), invalid (counted here: usage was "
                                            "not a count), none (failed call)"),
-    "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries included"),
+    "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries and their backoff "
+                                           "included, waiting for the endpoint's shared limit (queue_s) not"),
     "call_started": (pa.timestamp("us", tz="UTC"), "UTC time", "model_call: when the request went out"),
     "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries)"),
+    "queue_s": (pa.float64(), "seconds", "model_call: time the call waited for its endpoint's shared connection "
+                                         "limit (model.max_connections), all attempts; left out of latency_s"),
     "messages_sent": (pa.int64(), "messages", "command: messages it sent (0 on other events)"),
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),

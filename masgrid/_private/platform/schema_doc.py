@@ -24,7 +24,7 @@ UNITS = {
     "cr": "fraction in [0, 1]", "rho": "fraction in [0, 1]", "submitted": "agents",
     "tokens_in": "tokens", "tokens_out": "tokens", "tokens_total": "tokens", "tokens_comm": "tokens",
     "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands",
-    "stacked_blocks": "blocks", "startup_s": "seconds", "model_error_rate": "fraction in [0, 1]",
+    "stacked_blocks": "blocks", "startup_s": "seconds", "queue_s": "seconds", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
     "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
     "team_by_model": "JSON", "team_strong_degree": "edges (mean node degree)",

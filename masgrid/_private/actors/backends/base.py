@@ -44,8 +44,13 @@ class Completion(BaseModel):
     #: invalid: counted here because the server's usage was not a count (negative, huge,
     #: not an integer); none: no tokens (a failed call adds nothing to any token count)
     usage_source: Literal["server", "estimate", "invalid", "none"] = "none"
+    #: wall time of the call, retries and their backoff included, our own queueing (queue_s) not
     latency_s: float = 0.0
-    #: wall-clock time (epoch seconds) the call was sent, after the host's concurrency limit
+    #: seconds the call waited for its endpoint's shared connection limit (model.max_connections,
+    #: backends/endpoint_limit.py), all attempts together; 0 without a shared limit
+    queue_s: float = 0.0
+    #: wall-clock time (epoch seconds) the call's first request went out, after the host's
+    #: concurrency limit and the endpoint's shared limit
     started_at: float | None = None
     attempts: int = 1
     finish_reason: str | None = None
@@ -94,6 +99,11 @@ class BackendSettings(BaseModel):
     timeout_s: float = Field(120.0, gt=0, description="per-attempt timeout of one model call")
     max_retries: int = Field(2, ge=0, description="retries after the first attempt (the client backs off exponentially)")
     max_concurrency: int = Field(256, gt=0, description="model calls in flight per agent host")
+    max_connections: int | None = Field(
+        None, gt=0, description="ceiling of one adaptive limit on requests in flight to this endpoint (base_url "
+        "and model), shared by every run, process and node of the sweep: halved on 429/503/529 and timeouts, "
+        "raised again while calls succeed, and a Retry-After pauses the whole endpoint "
+        "(backends/endpoint_limit.py, docs/hosted-apis.md). Null: no shared limit (each call retries alone)")
     http_client: Literal["aiohttp", "httpx", "direct", "lean"] = Field(
         "aiohttp", description="HTTP client: the openai client on its aiohttp transport (its `aiohttp` extra; about "
         "a third of the client CPU per call of httpx, see docs/serving.md), on its default httpx, `direct`: "

@@ -24,6 +24,7 @@ import aiohttp
 
 from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid._private.actors.backends.clients import ClientCache
+from masgrid._private.actors.backends.endpoint_limit import Gate
 from masgrid._private.actors.backends.errors import http_failure
 from masgrid._private.actors.backends.history import encode_request
 from masgrid._private.actors.backends.openai_chat import KEEPALIVE_S, api_key, completion_from_reply, failed_call, request_body
@@ -35,9 +36,10 @@ class DirectChatBackend(ChatBackend):
     its lean session (`model.http_client=lean`, backends/lean_http.py): the same request
     bytes, reply handling, error records and retries either way."""
 
-    def __init__(self, settings: BackendSettings, count: TokenCounter, client: Any) -> None:
+    def __init__(self, settings: BackendSettings, count: TokenCounter, client: Any, gate: Gate | None = None) -> None:
         self.settings = settings
         self.count = count
+        self.gate = gate  # the endpoint's shared connection limit (model.max_connections)
         self.client = client  # the host's session (its ClientCache closes it)
         self.url = settings.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
         self.headers = {"Authorization": f"Bearer {api_key(settings)}", "Content-Type": "application/json"}
@@ -57,7 +59,7 @@ class DirectChatBackend(ChatBackend):
                                              attempts, tools)
             raise AttemptFailed(http_failure(status, raw[:4096]), retry_after)
 
-        return await with_retries(self.settings, attempt, failed_call)
+        return await with_retries(self.settings, attempt, failed_call, self.gate)
 
 
 async def _aiohttp_post(session: aiohttp.ClientSession, url: str, headers: dict[str, str],

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid._private.actors.backends.clients import ClientCache
 from masgrid._private.actors.backends.constrained_tools import constrain
+from masgrid._private.actors.backends.endpoint_limit import Gate, gate_for
 from masgrid._private.actors.backends.errors import CallFailure, classify_exception, malformed
 from masgrid._private.actors.backends.retry import AttemptFailed, with_retries
 from masgrid._private.actors.backends.chat_tools import MalformedToolCalls, prompt_tokens, read_tool_calls, turn_of
@@ -153,10 +154,12 @@ def request_body(settings: BackendSettings, messages: list[Message],
 class OpenAIChatBackend(ChatBackend):
     """One agent's calls through a client that the agent host's ClientCache owns and closes."""
 
-    def __init__(self, settings: BackendSettings, count: TokenCounter, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, settings: BackendSettings, count: TokenCounter, client: openai.AsyncOpenAI,
+                 gate: Gate | None = None) -> None:
         self.settings = settings
         self.count = count
         self.client = client
+        self.gate = gate  # the endpoint's shared connection limit (model.max_connections)
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
         import openai
@@ -171,7 +174,7 @@ class OpenAIChatBackend(ChatBackend):
                 raise AttemptFailed(classify_exception(exc), exc.response.headers.get("retry-after")) from exc
             return completion_from_reply(data, messages, self.count, time.perf_counter() - start, attempts, tools)
 
-        return await with_retries(self.settings, attempt, failed_call)
+        return await with_retries(self.settings, attempt, failed_call, self.gate)
 
 
 #: idle-connection expiry when `model.keepalive_s` is unset (see BackendSettings.keepalive_s)
@@ -210,8 +213,18 @@ def http_backend(settings: BackendSettings, count: TokenCounter, clients: Client
     if not settings.base_url:
         raise ValueError("backend=openai needs model.base_url (an OpenAI-compatible /v1 endpoint)")
     pool = pool_settings or settings
+    gate = shared_gate(clients, settings)
     if settings.http_client in ("direct", "lean"):
         from masgrid._private.actors.backends.direct_http import DirectChatBackend, shared_session
 
-        return DirectChatBackend(settings, count, shared_session(clients, pool))
-    return OpenAIChatBackend(settings, count, shared_client(clients, pool))
+        return DirectChatBackend(settings, count, shared_session(clients, pool), gate)
+    return OpenAIChatBackend(settings, count, shared_client(clients, pool), gate)
+
+
+def shared_gate(clients: ClientCache, settings: BackendSettings) -> Gate | None:
+    """The host's gate to this endpoint's shared limit (one per endpoint and ceiling)."""
+    if settings.max_connections is None:
+        return None
+    key = ("gate", settings.base_url, settings.request_model, settings.max_connections, settings.timeout_s)
+    return clients.get(key, lambda: gate_for(settings.base_url, settings.request_model, settings.max_connections,
+                                             settings.timeout_s))
