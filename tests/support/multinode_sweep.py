@@ -132,6 +132,7 @@ def _sweep(out: Path, results: Path) -> None:
         for name, places in actor_nodes("run:").items():
             drivers.setdefault(name[4:].split("#")[0], set()).update(node for node, _ in places)
         facts["driver_nodes"] = {run_id: sorted(nodes) for run_id, nodes in drivers.items()}
+        facts["limit_places"] = actor_nodes("masgrid-endpoint-limits")
         facts["limit_nodes"] = sorted({node for places in actor_nodes("masgrid-endpoint-limits").values()
                                        for node, _ in places})
         facts["host_nodes"] = sorted({info["Address"]["NodeID"] for info in ray._private.state.actors().values()

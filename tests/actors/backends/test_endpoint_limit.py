@@ -238,6 +238,9 @@ class _Caller:
     async def answered(self) -> None:
         self.gate.release(self.held.pop(), "answered")
 
+    def ready(self) -> bool:
+        return True
+
 
 def test_the_limit_and_a_pause_reach_every_process(ray_session):
     """Three processes on one endpoint of ceiling 2: the third waits for a slot another
@@ -246,6 +249,7 @@ def test_the_limit_and_a_pause_reach_every_process(ray_session):
 
     endpoint = f"http://127.0.0.1:9/v1 test-{time.time()}"
     a, b, c = (ray.remote(_Caller).options(num_cpus=0).remote(endpoint, 2) for _ in range(3))
+    ray.get([x.ready.remote() for x in (a, b, c)])  # all three processes up before the first slot
     ray.get([a.take.remote(), b.take.remote()])
     third = c.take.remote()
     ready, _ = ray.wait([third], timeout=0.5)

@@ -257,6 +257,7 @@ class SharedGate:
             raise
         except Exception as exc:  # noqa: BLE001 - the actor died or is unreachable
             self._actor = None
+            forget_actor()
             if not self._warned:
                 self._warned = True
                 log.warning("the endpoint limit of %s is unreachable (%s): requests go out unlimited",
@@ -288,13 +289,39 @@ _LOCAL = EndpointLimits()
 
 
 def limits_actor() -> Any:
-    """The session's EndpointLimits actor, made on first use. The sweep's own process makes it
-    before any run starts (platform/launch.py), so it lives as long as the sweep's job."""
+    """The session's EndpointLimits actor, made on first use, on this node. The sweep's own
+    process makes it before any run starts (platform/launch.py), so it lives on the sweep's
+    node for as long as the sweep's job. Pinned: a soft preference let Ray place it on any
+    node, where losing that node lost every limit. If its node is lost all the same, the
+    gates find it dead, and the next request makes a new one."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    session = _session()
+    if session not in _HANDLE:  # first use in this Ray session (a handle of an earlier one is void)
+        _HANDLE.clear()
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        _HANDLE[session] = ray.remote(EndpointLimits).options(
+            name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, lifetime=None, num_cpus=0,
+            max_concurrency=100_000, max_restarts=-1, scheduling_strategy=here).remote()
+    return _HANDLE[session]
+
+
+#: this process's handle of the limits actor per Ray session, kept: Ray destroys an actor
+#: whose last handle is gone, and its limits with it (a later lookup would make a fresh one)
+_HANDLE: dict[str, Any] = {}
+
+
+def _session() -> str:
     import ray
 
-    return ray.remote(EndpointLimits).options(
-        name=ACTOR_NAME, namespace=NAMESPACE, get_if_exists=True, lifetime=None, num_cpus=0,
-        max_concurrency=100_000, max_restarts=-1).remote()
+    node = getattr(ray._private.worker.global_worker, "node", None)
+    return f"{getattr(node, 'session_name', '?')}:{ray.get_runtime_context().get_job_id()}"
+
+
+def forget_actor() -> None:
+    """Drop the kept handle (the actor died): the next use looks it up again."""
+    _HANDLE.clear()
 
 
 def gate_for(base_url: str | None, model: str, ceiling: int | None, timeout_s: float = 120.0) -> Gate | None:
