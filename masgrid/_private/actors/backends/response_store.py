@@ -16,7 +16,9 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
@@ -114,3 +116,37 @@ class ResponseStore:
             _warn_once(path.parent, f"not writable ({exc.strerror or exc}); answers are not stored")
             return False
         return True
+
+
+class StoredEntry(NamedTuple):
+    model: str
+    path: Path
+    size: int
+    mtime: float
+
+
+def scan(root: Path, model: str | None = None) -> Iterator[StoredEntry]:
+    """Every entry under `root` (or under one model's folder), as the layout names them; temp
+    files and anything else found there are left out."""
+    folders = [root / model_folder(model)] if model is not None else sorted(p for p in root.iterdir() if p.is_dir())
+    for folder in folders:
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue
+        name = folder_model(folder.name)
+        for bucket in sorted(folder.iterdir()):
+            if len(bucket.name) != 2 or not bucket.is_dir():
+                continue
+            with os.scandir(bucket) as found:
+                for item in found:
+                    if item.name.startswith(bucket.name) and item.name.endswith(".json") and item.is_file():
+                        stat = item.stat()
+                        yield StoredEntry(name, Path(item.path), stat.st_size, stat.st_mtime)
+
+
+def stale_temps(root: Path, older_than_s: float) -> Iterator[Path]:
+    """Temp files a writer that died left behind (older than any write takes)."""
+    cutoff = time.time() - older_than_s
+    for path in root.glob("*/??/.*.tmp"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                yield path
