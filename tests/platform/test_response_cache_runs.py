@@ -7,9 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from masgrid._private.analysis.load import read_table
+from masgrid._private.analysis.report import build_report
+from masgrid._private.analysis.response_cache import cache_sentence
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.launch import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
@@ -112,3 +115,31 @@ def test_the_cache_is_no_part_of_a_run_identity(tmp_path: Path) -> None:
     elsewhere = config("http://127.0.0.1:1/v1", tmp_path, tmp_path / "d")
     assert cached.model.cache and plain.run_id == cached.run_id == elsewhere.run_id
     assert plain.point_id == cached.point_id
+
+
+def test_the_report_says_how_many_calls_came_from_the_cache(tmp_path: Path, server: Endpoint) -> None:
+    results, cache = tmp_path / "results", tmp_path / "cache"
+    execute(server, results, cache)
+    replay_run, replay, sent = execute(server, results, cache)  # the same run again: it replaces its files
+    assert not sent and replay["from_cache"].all()
+    # a run recorded by a masgrid without the cache columns, beside it
+    old = RunConfig.from_mapping({**RUN, "seed": 9, "results_dir": str(results), "execution": {"executor": "local"}})
+    assert run_one(old).status == "ok"
+    (path,) = (results / "runs").rglob(f"part-{old.run_id}*.parquet")
+    pq.write_table(pq.read_table(path).drop_columns(CACHE_COLUMNS), path)
+
+    index = build_report(results, tmp_path / "report")[0].read_text()
+    hits, tokens = len(replay), int(replay["tokens_in"].sum() + replay["tokens_out"].sum())
+    expected = (f"Response cache: {hits} of {hits} model calls (100.0%) were answered from the cache (model.cache), "
+                f"in 1 of 1 runs; their {tokens} tokens (100.0% of {tokens}) are counted in the tables but were not "
+                f"paid again. 1 more runs were recorded before masgrid counted cache hits.")
+    assert expected in index.splitlines()
+    assert replay_run["tokens_in_from_cache"] + replay_run["tokens_out_from_cache"] == tokens
+
+
+def test_no_cache_line_without_hits() -> None:
+    runs = pd.DataFrame({"model_calls": [12, 3], "tokens_in": [90, 9], "tokens_out": [9, 1],
+                         "calls_from_cache": [0, None], "tokens_in_from_cache": [0, None],
+                         "tokens_out_from_cache": [0, None]})
+    assert cache_sentence(runs) is None
+    assert cache_sentence(runs.drop(columns=CACHE_COLUMNS)) is None
