@@ -296,3 +296,24 @@ def test_serve_endpoint_is_the_deployment_not_the_node(tmp_path: Path) -> None:
     assert asyncio.run(with_cache(inner, "serve", one, 0, {}).complete(messages)).from_cache
     assert not asyncio.run(with_cache(inner, "serve", other, 0, {}).complete(messages)).from_cache
     assert len(inner.calls) == 2
+
+
+def test_model_cache_covers_a_teams_members(tmp_path: Path) -> None:
+    from masgrid._private.actors.agent_host import AgentHost, HostSpec
+
+    from masgrid._private.envs.tasks import get_task
+
+    member = BackendSettings(name="member", base_url="http://127.0.0.1:9/v1")
+    task = get_task("sorting")
+    instance = task.generate(2, 2, "random", 0)
+    for cache, wrapped in ((True, True), (False, False)):
+        run_model = BackendSettings(cache=cache, cache_dir=str(tmp_path))
+        host = AgentHost(HostSpec(backend="openai", settings=run_model, protocol="kv", seed=1,
+                                  members={"a": ("openai", member), "s": ("scripted", BackendSettings())},
+                                  member_of=["a", "s"]))
+        backend = host._make_backend(0, task.view(instance, 0))
+        assert isinstance(backend, CachedBackend) is wrapped
+        if wrapped:
+            assert isinstance(backend, CachedBackend) and backend.store.root == tmp_path
+            assert backend.settings.base_url == member.base_url
+        assert not isinstance(host._make_backend(1, task.view(instance, 1)), CachedBackend)  # scripted
