@@ -15,6 +15,7 @@ from masgrid._private.analysis.report import build_report
 from masgrid._private.analysis.response_cache import cache_sentence
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.preflight import PreflightError, preflight
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 RUN = {"task": "sorting", "protocol": "broadcast", "agents": 3, "k": 2, "seed": 4, "max_rounds": 4}
@@ -143,3 +144,19 @@ def test_no_cache_line_without_hits() -> None:
                          "tokens_out_from_cache": [0, None]})
     assert cache_sentence(runs) is None
     assert cache_sentence(runs.drop(columns=CACHE_COLUMNS)) is None
+
+
+def test_preflight_refuses_a_cache_dir_it_cannot_write(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cfg = config("http://127.0.0.1:1/v1", tmp_path / "results", blocker / "cache", preflight=False)
+    with pytest.raises(PreflightError) as caught:
+        preflight([cfg])
+    assert str(caught.value).startswith(f"model.cache_dir {blocker / 'cache'}: not writable: ")
+    assert "\n" not in str(caught.value)
+    nested = tmp_path / "a" / "b" / "cache"
+    preflight([config("http://127.0.0.1:1/v1", tmp_path / "results", nested, preflight=False)])
+    assert nested.is_dir() and not list(nested.iterdir())  # made, and the check left nothing in it
+    scripted = RunConfig.from_mapping({**RUN, "results_dir": str(tmp_path / "results"),
+                                       "model": {"cache": True, "cache_dir": str(blocker / "x")}})
+    preflight([scripted])  # scripted agents: nothing is cached, nothing checked
