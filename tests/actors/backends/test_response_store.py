@@ -140,3 +140,13 @@ def test_concurrent_writers_leave_whole_entries(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.rglob(".*")], "temp files left behind"
     assert len(list(tmp_path.rglob("*.json"))) == 4
     assert os.listdir(tmp_path) == ["m"]
+
+
+def test_entries_get_the_mode_an_ordinary_file_gets(tmp_path: Path) -> None:
+    """Others sharing the cache (a group directory on shared storage) read entries as they
+    would any file this process writes, not only its owner (mkstemp's 0600)."""
+    store = ResponseStore(tmp_path)
+    assert store.put("m", KEY, answer(1))
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    assert store.path("m", KEY).stat().st_mode & 0o777 == plain.stat().st_mode & 0o777

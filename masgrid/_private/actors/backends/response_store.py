@@ -33,6 +33,10 @@ ENV_DIR = "MASGRID_CACHE_DIR"
 #: what a hit restores of the original call (the rest is the caller's: attempts, started_at)
 STORED_FIELDS = ("text", "tool_calls", "tokens_in", "tokens_out", "tokens_cached", "usage_source",
                  "finish_reason", "latency_s")
+#: mkstemp makes files private (0600); entries get the mode open() gives under this process's umask
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+_FILE_MODE = 0o666 & ~_UMASK
 #: files warned about in this process (a damaged entry is reported once, not on every call)
 _warned: set[str] = set()
 
@@ -89,7 +93,7 @@ class ResponseStore:
                 raise ValueError("its completion holds unknown fields")
             return Completion.model_validate({**stored, "from_cache": True, "attempts": 0})
         except (ValueError, KeyError, ValidationError) as exc:  # JSONDecodeError is a ValueError
-            _warn_once(path, f"damaged ({str(exc).splitlines()[0]})")
+            _warn_once(path, f"damaged ({(str(exc).splitlines() or [type(exc).__name__])[0]})")
             return None
 
     def put(self, model: str, key: str, completion: Completion) -> bool:
@@ -105,6 +109,7 @@ class ResponseStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
             try:
+                os.fchmod(fd, _FILE_MODE)  # as open() would make it: others on shared storage may read it
                 with os.fdopen(fd, "wb") as out:
                     out.write(data)
                 os.replace(temp, path)
