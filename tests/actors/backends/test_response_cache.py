@@ -317,3 +317,17 @@ def test_model_cache_covers_a_teams_members(tmp_path: Path) -> None:
             assert isinstance(backend, CachedBackend) and backend.store.root == tmp_path
             assert backend.settings.base_url == member.base_url
         assert not isinstance(host._make_backend(1, task.view(instance, 1)), CachedBackend)  # scripted
+
+
+def test_the_cache_dir_is_resolved_where_the_settings_are_made(tmp_path: Path, monkeypatch) -> None:
+    """Agent hosts on warm workers or other nodes have another environment: they must get the
+    directory the launching command found, not look it up again."""
+    monkeypatch.setenv("MASGRID_CACHE_DIR", str(tmp_path / "launcher"))
+    on = BackendSettings(name="m", base_url="http://h/v1", cache=True)
+    assert on.cache_dir == str(tmp_path / "launcher")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert BackendSettings(cache=True, cache_dir="~/c").cache_dir == str(tmp_path / "c")
+    monkeypatch.setenv("MASGRID_CACHE_DIR", str(tmp_path / "worker"))
+    backend = with_cache(Counting(), "openai", on, 0, {})
+    assert isinstance(backend, CachedBackend) and backend.store.root == tmp_path / "launcher"
+    assert BackendSettings().cache_dir is None  # off: nothing resolved, nothing recorded

@@ -147,6 +147,16 @@ class BackendSettings(BaseModel):
                              "http_client=direct (aiohttp) for https")
         return self
 
+    @model_validator(mode="after")
+    def _cache_dir_resolved_here(self) -> BackendSettings:
+        """The cache directory as the launching process finds it (its environment, its home):
+        the agent hosts, on warm workers or other nodes, then use the same one."""
+        if self.cache:
+            from masgrid._private.actors.backends.response_store import cache_root
+
+            self.cache_dir = str(cache_root(self.cache_dir))
+        return self
+
     @property
     def request_model(self) -> str:
         return self.served_name or self.name
