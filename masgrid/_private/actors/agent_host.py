@@ -96,6 +96,8 @@ class AgentHost:
         if spec.members is not None and spec.member_of is not None:
             member = spec.member_of[i]
             kind, settings = spec.members[member]
+            if spec.settings.cache and not settings.cache:  # model.cache covers the run's every model
+                settings = settings.model_copy(update={"cache": True, "cache_dir": spec.settings.cache_dir})
             shared = self._member_shared.setdefault(member, {"token_counter": spec.token_counter,
                                                              "clients": self.clients})
         return make_backend(kind, settings, self.count, view, spec.protocol, spec.seed * 100_003 + i, shared)

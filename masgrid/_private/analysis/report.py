@@ -19,6 +19,7 @@ from masgrid._private.analysis.families import families_present, write_family_re
 from masgrid._private.analysis.integrity import Damage, check_results, describe
 from masgrid._private.analysis.load import load_results
 from masgrid._private.analysis.markdown import write_table
+from masgrid._private.analysis.response_cache import cache_sentence
 from masgrid._private.analysis.teams import write_teams_section
 from masgrid._private.analysis.topology import write_topology_section
 from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid, status_counts, usable
@@ -58,6 +59,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None, with_in
     unclaimed = sorted({str(t) for t in runs["task"] if family_of(str(t)) is None})
     index = ["# masgrid report", "", f"Results: `{results_dir.resolve()}`, {len(runs)} runs ({_counts(runs)}).", "",
              f"Runs: {exclusion_note(runs)}", "", f"Families recorded: {labels}.", ""]
+    cached = cache_sentence(runs)  # only when some run replayed calls from model.cache
+    if cached:
+        index += [cached, ""]
     if unclaimed:
         index += [f"Tasks no installed family claims (no tables): {', '.join(unclaimed)}.", ""]
     if reports:
@@ -154,6 +158,9 @@ def print_overview(results_dir: Path, console: Console | None = None, with_inval
     counts = overview(runs)
     sr = headline_rate(usable(runs))
     caption = exclusion_note(runs)
+    cached = cache_sentence(runs)
+    if cached:
+        caption += f" {cached}"
     for key in families_present(runs):
         family = families()[key]
         if family.headline_note:

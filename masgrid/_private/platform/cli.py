@@ -1,4 +1,4 @@
-"""`masgrid` command line: run (Hydra), instance, score, report, view, show, serve, up/down, and
+"""`masgrid` command line: run (Hydra), instance, score, report, view, show, serve, up/down, cache, and
 the subcommands each installed family adds (Family.cli, e.g. `masgrid judge`, `masgrid cooper`)."""
 
 from __future__ import annotations
@@ -62,6 +62,10 @@ def _main(argv: list[str]) -> int:
         return _model(rest)
     if command == "families":
         return _families(rest)
+    if command == "cache":
+        from masgrid._private.platform.cache_cli import cache_command
+
+        return cache_command(rest)
     family_command = _family_commands().get(command)
     if family_command is not None:
         from masgrid.family import resolve
@@ -80,7 +84,8 @@ def _family_commands() -> dict[str, Any]:
 
 
 #: the commands masgrid itself defines; a family cannot take these names
-CORE_COMMANDS = ("run", "instance", "score", "report", "view", "show", "serve", "model", "up", "down", "families")
+CORE_COMMANDS = ("run", "instance", "score", "report", "view", "show", "serve", "model", "up", "down", "families",
+                 "cache")
 
 
 USAGE = """usage:
@@ -94,6 +99,8 @@ USAGE = """usage:
   masgrid serve [--dry-run] [model=PRESET ...]  deploy a model on Ray Serve (dry run: print it)
   masgrid model tiny DIR [--seed S]       build the small random chat model that model=tiny_cpu serves (no GPU, seconds)
   masgrid families [--json]               the installed benchmark families: tasks, protocols, options, columns, commands
+  masgrid cache list|size|prune [--dir D]  the response cache of model.cache: per model entries and size; prune
+                                          --older-than 30d | --max-size 2G | --all [--model M] [--dry-run]
   masgrid up [--port N] [--num-cpus N]    start a local Ray head that later commands join (fast start)
   masgrid down                            stop the head `masgrid up` started
 """

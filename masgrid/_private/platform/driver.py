@@ -92,6 +92,9 @@ class AgentStats:
     failed_parses: int = 0  # retries that were invalid as well
     model_calls: int = 0
     queue_s: float = 0.0  # waiting for the endpoint's shared connection limit (model.max_connections)
+    calls_from_cache: int = 0  # model calls answered from the response cache (model.cache)
+    tokens_in_from_cache: int = 0
+    tokens_out_from_cache: int = 0
     stopped: str | None = None  # why the agent was no longer called (a final refusal)
 
 
@@ -201,7 +204,8 @@ class RunLog:
                     error_class=first.error_class, http_status=first.http_status,
                     tokens_in=first.tokens_in, tokens_out=first.tokens_out, tokens_comm=0,
                     usage_source=first.usage_source, latency_s=first.latency_s, attempts=first.attempts,
-                    queue_s=first.queue_s, call_started=_when(first.started_at), messages_sent=0)
+                    queue_s=first.queue_s, call_started=_when(first.started_at), messages_sent=0,
+                    from_cache=first.from_cache)
                 # the host's retry turn: the format check's message, as a user message
                 self._message(phase=phase, round=round_no, agent=i, kind="observation", verb="retry", role="user",
                               source=invalid)
@@ -242,13 +246,17 @@ class RunLog:
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                     tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
                     attempts=c.attempts, queue_s=c.queue_s, call_started=_when(c.started_at), messages_sent=0,
-                    tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
+                    tool_calls=_history_calls(c, self.max_recorded_chars), from_cache=c.from_cache, **extra)
 
     def _count_call(self, st: AgentStats, c: Completion, agent: int) -> None:
         st.model_calls += 1
         st.queue_s += c.queue_s
         st.tokens_in += c.tokens_in
         st.tokens_out += c.tokens_out
+        if c.from_cache:
+            st.calls_from_cache += 1
+            st.tokens_in_from_cache += c.tokens_in
+            st.tokens_out_from_cache += c.tokens_out
         if c.tokens_cached is not None:
             st.tokens_cached += c.tokens_cached
             st.calls_cache_reported += 1
@@ -289,7 +297,7 @@ class RunLog:
                     text=prompt, reply=c.text, ok=c.error is None, error=c.error, error_class=c.error_class,
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                     usage_source=c.usage_source, latency_s=c.latency_s, attempts=c.attempts, queue_s=c.queue_s,
-                    call_started=_when(c.started_at), messages_sent=0, t=c.started_at)
+                    call_started=_when(c.started_at), messages_sent=0, t=c.started_at, from_cache=c.from_cache)
 
     def take_chunk(self) -> tuple[int, list[dict[str, Any]]]:
         rows, self.pending, self.pending_bytes = self.pending, [], 0
@@ -590,6 +598,7 @@ class RunDriver:
             **usage,
             "messages_sent": sum(s.messages_sent for s in stats),
             "model_calls": sum(s.model_calls for s in stats),
+            **{key: sum(getattr(s, key) for s in stats) for key in CACHE_COUNTERS},
             "fallbacks": sum(s.fallbacks for s in stats),
             "failed_parses": sum(s.failed_parses for s in stats),
             "model_errors": sum(s.model_errors for s in stats),
@@ -755,6 +764,10 @@ def team_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog) ->
     summary = by_member(team.agents, log.stats, log.member_errors, team.members, cfg.validity)
     return {"team_by_model": json.dumps(summary, sort_keys=True),
             "team_strong_degree": strong_position(team, cfg.placement_graph(instance))}
+
+
+#: AgentStats counters of response-cache hits (model.cache), summed into the runs row as they are
+CACHE_COUNTERS = ("calls_from_cache", "tokens_in_from_cache", "tokens_out_from_cache")
 
 
 def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:

@@ -59,14 +59,28 @@ def check_results_dir(results_dir: str) -> None:
     if not path.exists() and not path.parent.is_dir():
         raise PreflightError(f"results_dir {results_dir}: its parent directory {path.parent} does not exist "
                              "(create it first)")
+    _check_writable(path, f"results_dir {results_dir}")
+
+
+def _check_writable(path: Path, what: str, parents: bool = False) -> None:
+    """`path` is made if missing (with its parents when asked) and must accept a file."""
     try:
-        path.mkdir(exist_ok=True)
+        path.mkdir(parents=parents, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".masgrid-write-check-"):
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
-        raise PreflightError(f"results_dir {results_dir}: not writable: {reason}{where}") from None
+        raise PreflightError(f"{what}: not writable: {reason}{where}") from None
+
+
+def check_cache_dirs(cfgs: Sequence[RunConfig]) -> None:
+    """With model.cache on, its directory must be writable here: otherwise every answer would
+    go unstored and a resume would pay for all of them again, with only a log line to say so."""
+    from masgrid._private.actors.backends.response_store import cache_root
+
+    for cache_dir in sorted({str(cache_root(c.model.cache_dir)) for c in cfgs if c.model.cache and c.agent_endpoints()}):
+        _check_writable(Path(cache_dir), f"model.cache_dir {cache_dir}", parents=True)
 
 
 def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
@@ -74,6 +88,7 @@ def preflight(cfgs: Sequence[RunConfig], served: bool = True) -> None:
     leave out the Serve apps masgrid deploys (a sweep in model phases checks each as it loads)."""
     for results_dir in sorted({c.results_dir for c in cfgs}):
         check_results_dir(results_dir)
+    check_cache_dirs(cfgs)
     http: dict[tuple[str, str], tuple[BackendSettings, RunConfig | None]] = {}
     to_serve: dict[str, tuple[BackendSettings, RunConfig]] = {}
     for cfg in cfgs:

@@ -95,6 +95,12 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
                     "asynchronous schedule: message tool calls, their results and the messages delivered"),
     "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
     "model_calls": (pa.int64(), "model calls made"),
+    "calls_from_cache": (pa.int64(), "model calls answered from the response cache (model.cache): no request "
+                         "was sent; null in results recorded before the cache existed"),
+    "tokens_in_from_cache": (pa.int64(), "prompt tokens of the calls answered from the response cache (part of "
+                             "tokens_in: what the original calls used; spent on this run: tokens_in minus these)"),
+    "tokens_out_from_cache": (pa.int64(), "completion tokens of the calls answered from the response cache (part "
+                              "of tokens_out, as tokens_in_from_cache)"),
     "model_errors": (pa.int64(), "model calls that failed after retries"),
     "model_error_rate": (pa.float64(), "model_errors / model_calls (0 when no call was made); above "
                          "validity.max_model_error_rate the run is invalid"),
@@ -237,6 +243,10 @@ AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "fallbacks": (pa.int64(), "replies", "replies that failed the protocol's format check and got one retry"),
     "failed_parses": (pa.int64(), "replies", "retries that failed the format check as well"),
     "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
+    "calls_from_cache": (pa.int64(), "calls", "this agent's model calls answered from the response cache "
+                                              "(model.cache)"),
+    "tokens_in_from_cache": (pa.int64(), "tokens", "prompt tokens of those calls (part of tokens_in)"),
+    "tokens_out_from_cache": (pa.int64(), "tokens", "completion tokens of those calls (part of tokens_out)"),
     "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
                                      "else null"),
     "degree": (pa.int64(), "neighbours", "agents this agent can message directly in the run's communication graph "
@@ -319,9 +329,14 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries and their backoff "
                                            "included, waiting for the endpoint's shared limit (queue_s) not"),
     "call_started": (pa.timestamp("us", tz="UTC"), "UTC time", "model_call: when the request went out"),
-    "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries)"),
+    "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries; 0 when "
+                                         "from_cache)"),
     "queue_s": (pa.float64(), "seconds", "model_call: time the call waited for its endpoint's shared connection "
                                          "limit (model.max_connections), all attempts; left out of latency_s"),
+    "from_cache": (pa.bool_(), "boolean", "model_call, scoring_call: the answer came from the response cache "
+                                          "(model.cache), no request was sent; its tokens, latency_s and "
+                                          "finish_reason are those of the original call. Null on other events "
+                                          "and in results recorded before the cache existed"),
     "messages_sent": (pa.int64(), "messages", "command: messages it sent (0 on other events)"),
     "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
                                                  "read_file: writer"),

@@ -56,7 +56,12 @@ def host_clients(shared: dict[str, Any]) -> ClientCache:
 def make_backend(kind: str, settings: BackendSettings, count: TokenCounter, view: AgentView,
                  protocol: str, seed: int, shared: dict[str, Any] | None = None) -> ChatBackend:
     factory = _FACTORIES[kind]  # UnknownName (KeyError and ValueError) lists the backends
-    backend = factory(settings, count, view, protocol, seed, shared if shared is not None else {})
+    shared = shared if shared is not None else {}
+    backend = factory(settings, count, view, protocol, seed, shared)
+    if settings.cache and kind != "scripted":  # inside FencedTools: the key is the request as sent
+        from masgrid._private.actors.backends.response_cache import with_cache
+
+        backend = with_cache(backend, kind, settings, seed, shared)
     if settings.tool_mode == "fenced" and kind != "scripted":  # a policy makes its calls directly
         from masgrid._private.actors.backends.chat_tools import FencedTools
 

@@ -54,6 +54,9 @@ class Completion(BaseModel):
     started_at: float | None = None
     attempts: int = 1
     finish_reason: str | None = None
+    #: answered from the response cache (model.cache, backends/response_cache.py): no request
+    #: was sent (attempts 0); tokens, latency_s and finish_reason are the original call's
+    from_cache: bool = False
     #: reply validation (protocols with `reply_validator`): None = not validated, "ok",
     #: "retried" (first reply invalid, retry valid) or "failed" (retry invalid too)
     validation: str | None = None
@@ -123,6 +126,11 @@ class BackendSettings(BaseModel):
     serving: dict = Field(default_factory=dict, description="Serve LLM deployment settings (conf/model)")
     price: TokenPrice | None = Field(None, description="list price per million tokens, for cost estimates only; "
                                                        "unset: reports say the cost is unknown")
+    cache: bool = Field(False, description="answer a request identical to one already answered (same endpoint, "
+                        "request body and agent seed) from a local store instead of the model, and store every "
+                        "successful answer (docs/hosted-apis.md); never part of a run's identity")
+    cache_dir: str | None = Field(None, description="where model.cache keeps answers; unset: $MASGRID_CACHE_DIR, "
+                                  "else ~/.cache/masgrid/model-calls. On a multi-node cluster, shared storage")
 
     tool_mode: Literal["native", "fenced"] = Field(
         "native", description="how tools reach the model: `native` sends them as the request's `tools` and reads "
@@ -147,6 +155,16 @@ class BackendSettings(BaseModel):
         if self.http_client == "lean" and self.base_url and not self.base_url.startswith("http://"):
             raise ValueError(f"model.http_client=lean speaks plain http:// only, not {self.base_url}: use "
                              "http_client=direct (aiohttp) for https")
+        return self
+
+    @model_validator(mode="after")
+    def _cache_dir_resolved_here(self) -> BackendSettings:
+        """The cache directory as the launching process finds it (its environment, its home):
+        the agent hosts, on warm workers or other nodes, then use the same one."""
+        if self.cache:
+            from masgrid._private.actors.backends.response_store import cache_root
+
+            self.cache_dir = str(cache_root(self.cache_dir))
         return self
 
     @property
