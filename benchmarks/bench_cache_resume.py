@@ -57,7 +57,7 @@ def command(base_url: str, served: str, results: Path, cache: Path | None, agent
             "model.max_retries=0", "model.http_client=direct", "execution.executor=local", "preflight=false",
             f"results_dir={results}"]
     if cache is not None:
-        args += ["+model.cache=true", f"+model.cache_dir={cache}"]
+        args += ["model.cache=true", f"model.cache_dir={cache}"]
     return args
 
 

@@ -78,6 +78,21 @@ def test_sweep_flags_anywhere_and_cfg_job_prints_every_job(tmp_path):
     assert one_line_error(cli("run", "-m", "agents=1,2", "--cfg", "hydra")).startswith("masgrid run: with -m, only")
 
 
+def test_a_model_setting_the_preset_does_not_list_needs_no_plus(tmp_path):
+    """`model.max_connections` and `model.cache` are documented settings; presets list only
+    some of the model's fields, and Hydra refuses others without `+`. A real model field
+    is accepted as written, a misspelt one is still refused."""
+    out = cli("run", "model=local_vllm", "model.max_connections=7", "model.cache=true", "--cfg", "job",
+              f"results_dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    assert "  max_connections: 7\n" in out.stdout and "  cache: true\n" in out.stdout
+    out = cli("run", "-m", "model=local_vllm", "seed=0,1", "model.max_connections=7", "--cfg", "job",
+              f"results_dir={tmp_path}")
+    assert out.returncode == 0 and out.stdout.count("  max_connections: 7\n") == 2, out.stderr
+    bad = cli("run", "model.max_conections=7", "--cfg", "job", f"results_dir={tmp_path}")
+    assert bad.returncode != 0 and "max_conections" in bad.stderr + bad.stdout
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["-m", "agents=range(1,1)"], "masgrid run: the sweep expands to no job"),
     (["-m", "model=local_vllm", "backend=openai", "model.base_url=http://a:1/v1,http://b:1/v1"],
