@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +29,7 @@ from masgrid._private.platform.run_outcome import USABLE
 from masgrid._private.platform.stopping import AdaptiveSettings, discordant, interval, looks, width_decision
 
 if TYPE_CHECKING:
+    from masgrid._private.platform.budget import SweepBudget
     from masgrid._private.platform.sweep import SweepResult, SweepSettings
 
 __all__ = ["AdaptiveSettings", "build_cells", "check_adaptive", "read_cells", "run_adaptive"]
@@ -68,6 +69,13 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): json.dumps(value) if isinstance(value, (list, dict)) else value}
 
 
+def cell_labels(flats: Mapping[Any, dict[str, Any]]) -> dict[Any, str]:
+    """Each cell (its flattened config, seed removed) as the keys the grid varies, e.g. `agents=4 max_rounds=20`."""
+    varying = sorted({k for f in flats.values() for k, v in f.items()
+                      if any(other.get(k) != v for other in flats.values())})
+    return {ident: " ".join(f"{k}={flat[k]}" for k in varying) or "(the only cell)" for ident, flat in flats.items()}
+
+
 def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[Cell]:
     """The grid's cells (pairs for `compare`); ConfigError, one line, when the grid does not fit the rule."""
     if not cfgs:
@@ -84,10 +92,8 @@ def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[C
             flat = _flat(cfg.model_dump(mode="json"))
             flat.pop("seed")
             flats[ident] = flat
-    varying = sorted({k for f in flats.values() for k, v in f.items()
-                      if any(other.get(k) != v for other in flats.values())})
-    for ident, cell in cells.items():
-        cell.label = " ".join(f"{k}={flats[ident][k]}" for k in varying) or "(the only cell)"
+    for ident, label in cell_labels(flats).items():
+        cells[ident].label = label
     if settings.compare is not None:
         _pair(list(cells), cells, flats, settings.compare)
     return list(cells.values())
@@ -277,9 +283,11 @@ def simulate(streams: Sequence[Sequence[float | None]], settings: AdaptiveSettin
 
 def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
                  on_start: Callable[[], None] | None,
-                 execute: Callable[[list[RunConfig], SweepResult, str], None]) -> SweepResult:
+                 execute: Callable[[list[RunConfig], SweepResult, str], None],
+                 budget: SweepBudget | None = None) -> SweepResult:
     """Open cells take their next seeds together, one `execute` (run_many) per look, until every
-    cell has stopped; the cells table is rewritten after every look."""
+    cell has stopped; the cells table is rewritten after every look. A look the budget cut
+    short ends the sweep: its open cells stop with reason `budget`, their seeds not started left out."""
     from masgrid._private.platform.model_phases.runner import current_plan, needs_phases
     from masgrid._private.platform.preflight import preflight
     from masgrid._private.platform.sweep import SweepResult, plan_sweep, recorded_status
@@ -319,11 +327,22 @@ def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
         result.total += plan.total
         result.skipped_ok += plan.skipped_ok
         result.skipped_failed += plan.skipped_failed
+        if budget is not None:
+            budget.include(batch)
         execute(plan.todo, result, f"adaptive look {look + 1}: {len(open_cells)} of {len(cells)} cells open, "
                                    f"{target} seeds each; {plan.skipped_ok + plan.skipped_failed} recorded, "
                                    f"{len(plan.todo)} to run")
         outcomes = recorded_outcomes(results_dirs, rule.metric)
-        settle(cells, outcomes, rule)
+        cut = {c.run_id for c in budget.not_started} if budget is not None else set()
+        if cut:  # seeds never started are no outcome (not failures): the open cells stop undecided
+            for cell in cells:
+                cell.run_ids = [r for r in cell.run_ids if r not in cut]
+                cell.seeds = len(cell.run_ids)
+                cell.reason = cell.reason or "budget"
+        else:
+            settle(cells, outcomes, rule)
         write_cells([cell_row(c, outcomes, rule, sid) for c in cells], sid)
+        if cut:
+            break
     result.cells = [cell_row(c, outcomes, rule, sid) for c in cells]
     return result
