@@ -171,18 +171,22 @@ def cost_plan(cfgs: Sequence[RunConfig], todo: Sequence[RunConfig], settings: Bu
         n, mean = ledger.cell_stats(runs[0])
         if mean is None:
             unknown += len(runs)
-            lines.append(f"  {labels[cell]}: {len(runs)} runs: no recorded runs: cost unknown")
+            lines.append(f"  {labels[cell]}: {_runs(len(runs))}: no recorded runs: cost unknown")
             continue
         cost = mean.scaled(len(runs))
         total = total + cost
-        lines.append(f"  {labels[cell]}: {len(runs)} runs x {_both(mean, units)} = {_both(cost, units)} "
-                     f"(mean of {n} recorded run{'s' if n > 1 else ''})")
+        lines.append(f"  {labels[cell]}: {_runs(len(runs))} x {_both(mean, units)} = {_both(cost, units)} "
+                     f"(mean of {n} recorded {_runs(n).split(' ', 1)[1]})")
     known = len(todo) - unknown
     lines.append(f"  total: {_both(total, units)} for {known} of {len(todo)} runs"
-                 + (f"; {unknown} runs of cost unknown, so the sweep costs more" if unknown else ""))
+                 + (f"; {_runs(unknown)} of cost unknown, so the sweep costs more" if unknown else ""))
     if settings.active:
         lines.append(f"budget: the sweep's recorded runs spent {against(ledger.spent, settings)}")
     return lines
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'' if n == 1 else 's'}"
 
 
 def _both(spend: Spend, units: Sequence[str]) -> str:
