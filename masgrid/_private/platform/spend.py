@@ -3,8 +3,8 @@
 A run's spend is its tokens_in + tokens_out less the tokens its model calls took from the
 response cache (`tokens_in_from_cache`, `tokens_out_from_cache`; 0 in results written before
 the cache): a cached answer costs nothing. In US dollars the same tokens are priced with the
-report's formula (analysis/cost.py) at the model preset's `price`, a team's at each member's
-own (`team_by_model`). Prices come from the sweep's configuration, not from the recorded one,
+report's formula (_private/pricing.py) at the model preset's `price`, a team's at each
+member's own (`team_by_model`). Prices come from the sweep's configuration, not from the recorded one,
 so a run recorded before its preset had a price is priced too. A row without token counts
 (its driver died before counting them) has no spend: callers say so instead of counting 0.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from masgrid._private.actors.backends.base import TokenPrice
-from masgrid._private.analysis.cost import usd_cost
+from masgrid._private.pricing import usd_cost
 from masgrid._private.platform.config import ConfigError, RunConfig
 from masgrid._private.platform.run_outcome import USABLE
 

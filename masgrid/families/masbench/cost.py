@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from masgrid._private.analysis.cost import usd_cost
+from masgrid._private.pricing import usd_cost
 from masgrid._private.analysis.usable_runs import usable
 
 PRICE_FIELDS = ("input_usd_per_mtok", "output_usd_per_mtok")
