@@ -187,3 +187,43 @@ def test_team_members_are_priced_each_at_its_own_price(tmp_path):
     spend = run_spend(row, cfg, priced=True)
     assert spend is not None and spend.usd == pytest.approx(want) and not spend.usd_bound
     assert spend.tokens == agents["tokens_in"].sum() + agents["tokens_out"].sum()
+
+
+@pytest.mark.slow
+def test_adaptive_sweep_stops_undecided_at_the_budget_and_resumes(tmp_path, ray_session, capsys):
+    """A look the budget cuts short: its open cells stop with reason budget, counting only the
+    seeds that ran; a larger budget then finishes the sweep exactly as the rule decides."""
+    from masgrid._private.analysis.cells import read_cells
+    from masgrid._private.platform.stopping import AdaptiveSettings
+    from tests.platform.test_adaptive import BASE, check_cells_against_runs
+
+    assert main(["run", *BASE, "agentsnet.rounds=2", "seed=0", "execution.executor=local",
+                 f"results_dir={tmp_path / 'ref'}"]) == 0
+    ref = pd.read_parquet(tmp_path / "ref" / "runs")
+    budget = int(2.5 * float(ref["tokens_in"].iloc[0] + ref["tokens_out"].iloc[0]))  # about two runs of rounds=2
+    rule = {"width": 0.5, "min_seeds": 2, "batch": 2, "max_seeds": 6}
+    out = tmp_path / "out"
+    args = ["run", "-m", *BASE, "agentsnet.rounds=2,4", f"results_dir={out}", "sweep.max_concurrent=1",
+            "sweep.admission=fixed", "sweep.progress=plain", *(f"sweep.adaptive.{k}={v}" for k, v in rule.items())]
+    capsys.readouterr()
+    assert main([*args, f"sweep.budget.tokens={budget}"]) == 0
+    text = capsys.readouterr().out
+    runs = pd.read_parquet(out / "runs")
+    spend = {(json_rounds(r.config_json), int(r.seed)): float(r.tokens_in + r.tokens_out) for r in runs.itertuples()}
+    want = replay([(2, 0), (2, 1), (4, 0), (4, 1)], spend, budget)  # the first look, in grid order
+    assert set(spend) == set(want) and 0 < len(want) < 4
+    cells = read_cells(out).set_index("cell")
+    for rounds in (2, 4):
+        row = cells.loc[f"agentsnet.rounds={rounds}"]
+        ran = sum(1 for r, _ in want if r == rounds)
+        assert (row["reason"], row["n_seeds"], row["n_failed"]) == ("budget", ran, 0)
+    assert f"budget: {4 - len(want)} of 4 runs not started" in text
+
+    assert main([*args, "sweep.budget.tokens=1000000000"]) == 0
+    check_cells_against_runs(out, AdaptiveSettings(**rule), [2, 4])
+
+
+def json_rounds(config_json: str) -> int:
+    import json
+
+    return int(json.loads(config_json)["agentsnet"]["rounds"])
