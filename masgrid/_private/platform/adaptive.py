@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from masgrid._private.analysis.cells import CELLS_DIR, CELLS_SCHEMA, read_cells
 from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.grid_cells import cell_key, cell_labels, flat as _flat
 from masgrid._private.platform.run_outcome import USABLE
 from masgrid._private.platform.stopping import AdaptiveSettings, discordant, interval, looks, width_decision
 
@@ -54,26 +55,6 @@ class Cell:
         if not self._dump:
             self._dump = self.base.model_dump(mode="json")
         return RunConfig.from_mapping({**self._dump, "seed": seed})
-
-
-def cell_key(cfg: RunConfig) -> str:
-    data = cfg.identity()
-    data.pop("seed", None)
-    data.pop("prompt_hash", None)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
-    return {prefix.rstrip("."): json.dumps(value) if isinstance(value, (list, dict)) else value}
-
-
-def cell_labels(flats: Mapping[Any, dict[str, Any]]) -> dict[Any, str]:
-    """Each cell (its flattened config, seed removed) as the keys the grid varies, e.g. `agents=4 max_rounds=20`."""
-    varying = sorted({k for f in flats.values() for k, v in f.items()
-                      if any(other.get(k) != v for other in flats.values())})
-    return {ident: " ".join(f"{k}={flat[k]}" for k in varying) or "(the only cell)" for ident, flat in flats.items()}
 
 
 def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[Cell]:

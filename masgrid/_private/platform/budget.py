@@ -149,7 +149,7 @@ def cost_plan(cfgs: Sequence[RunConfig], todo: Sequence[RunConfig], settings: Bu
     """`--plan`: what the runs left will likely spend, cell by cell, from the recorded complete
     runs of the same cells in their results_dirs (the mean spend of one run); a cell with none
     is said to have an unknown cost rather than guessed from others."""
-    from masgrid._private.platform.adaptive import _flat, cell_labels
+    from masgrid._private.platform.grid_cells import cell_labels, flat
 
     priced = unpriced(cfgs) is None
     ledger = Ledger(priced=priced)
@@ -159,9 +159,9 @@ def cost_plan(cfgs: Sequence[RunConfig], todo: Sequence[RunConfig], settings: Bu
         cells.setdefault(ledger.cell(cfg), []).append(cfg)
     flats = {}
     for cell, runs in cells.items():
-        flat = _flat(runs[0].model_dump(mode="json"))
-        flat.pop("seed")
-        flats[cell] = flat
+        point = flat(runs[0].model_dump(mode="json"))
+        point.pop("seed")
+        flats[cell] = point
     labels = cell_labels(flats)
     units = ["tokens", "usd"] if priced else ["tokens"]
     money = "US dollars at each preset's price" if priced else "in tokens only: a model the runs use has no price"

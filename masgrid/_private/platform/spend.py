@@ -21,6 +21,7 @@ from typing import Any
 from masgrid._private.actors.backends.base import TokenPrice
 from masgrid._private.pricing import usd_cost
 from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.grid_cells import cell_key
 from masgrid._private.platform.run_outcome import USABLE
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ COMPLETE = (*USABLE, "invalid")
 #: the runs columns spend reads (those absent from older results read as null)
 COLUMNS = ("run_id", "status", "tokens_in", "tokens_out", "tokens_in_from_cache", "tokens_out_from_cache",
            "team_by_model", "config_json")
+#: ... of them, those holding text (the others are token counts)
+_TEXT = ("run_id", "status", "team_by_model", "config_json")
 #: a run in a sweep: the same run id in two results_dirs is two runs
 Key = tuple[str, str]
 
@@ -128,43 +131,48 @@ def run_spend(row: Mapping[str, Any], cfg: RunConfig, priced: bool) -> Spend | N
 
 
 def read_rows(results_dir: str) -> list[dict[str, Any]]:
-    """Every runs row under results_dir with the columns spend needs; a file that cannot be
-    read is left out (planning has set damaged files aside already)."""
+    """Every runs row under results_dir with the columns spend needs: one scan, file by file
+    when a file cannot be read (left out: planning has set damaged files aside already)."""
     import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    files = [str(p) for p in sorted((Path(results_dir) / "runs").rglob("part-*.parquet"))]
+    if not files:
+        return []
+    schema = pa.schema([(c, pa.string() if c in _TEXT else pa.int64()) for c in COLUMNS])
+    try:
+        return ds.dataset(files, format="parquet", schema=schema).to_table().to_pylist()
+    except (pa.ArrowException, OSError):
+        rows = []
+        for path in files:
+            try:
+                rows += _read(Path(path))
+            except (pa.ArrowException, OSError) as exc:
+                log.warning("masgrid: runs row %s unreadable (%s); its spend is not counted", path, exc)
+        return rows
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    """The rows of one runs file, only the columns spend needs (a row has about a hundred)."""
     import pyarrow.parquet as pq
 
-    rows = []
-    for path in sorted((Path(results_dir) / "runs").rglob("part-*.parquet")):
-        try:
-            table = pq.read_table(path)
-        except (pa.ArrowException, OSError) as exc:
-            log.warning("masgrid: runs row %s unreadable (%s); its spend is not counted", path, exc)
-            continue
-        present = [c for c in COLUMNS if c in table.column_names]
-        rows += [{c: row.get(c) for c in COLUMNS} for row in table.select(present).to_pylist()]
-    return rows
+    file = pq.ParquetFile(path)
+    present = [c for c in COLUMNS if c in file.schema_arrow.names]
+    return [{c: row.get(c) for c in COLUMNS} for row in file.read(columns=present).to_pylist()]
 
 
 def read_row(cfg: RunConfig) -> dict[str, Any] | None:
     """The runs row a run of `cfg` wrote, or None."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from masgrid._private.platform.recorder import partition_dir
 
     path = partition_dir(Path(cfg.results_dir), "runs", cfg.partition) / f"part-{cfg.run_id}.parquet"
     try:
-        rows = pq.read_table(path).to_pylist()
+        rows = _read(path)
     except (pa.ArrowException, OSError):
         return None
-    return {c: rows[0].get(c) for c in COLUMNS} if rows else None
-
-
-def cell_key(cfg: RunConfig) -> str:
-    """The run's grid cell: the grid point without its seed (as adaptive sweeps define it)."""
-    from masgrid._private.platform.adaptive import cell_key as key
-
-    return key(cfg)
+    return rows[0] if rows else None
 
 
 class Ledger:
