@@ -87,6 +87,7 @@ def test_token_budget_starts_what_fits_and_a_larger_one_resumes(tmp_path, ray_se
     assert main(sweep_args(out, f"sweep.budget.tokens={budget}")) == 0  # same budget: nothing more
     text = capsys.readouterr().out
     assert started(out) == set(want) and f"budget: {left} of 6 runs not started: spent {spent:,.0f} of" in text
+    assert f"budget: the sweep's recorded runs spent {spent:,.0f} of {budget:,} tokens" in text  # counted on resume
 
     assert main(sweep_args(out, "sweep.budget.tokens=100000000")) == 0
     text = capsys.readouterr().out

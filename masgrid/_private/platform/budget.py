@@ -80,10 +80,13 @@ class SweepBudget:
         self.not_started: list[RunConfig] = []
         #: the first run set aside: its projection and where it came from
         self.refused: tuple[Spend | None, str] | None = None
+        #: spent + the projections of the runs in flight, until a run starts, ends or is counted
+        self._committed: Spend | None = None
 
     def include(self, cfgs: Sequence[RunConfig]) -> None:
         """These runs are the sweep's: count what their results_dirs record of them."""
         self.ledger.include(cfgs)
+        self._committed = None
 
     def may_start(self, cfg: RunConfig) -> bool:
         own, _ = self.ledger.projection(cfg)
@@ -91,11 +94,13 @@ class SweepBudget:
 
     def _over(self, own: Spend | None) -> list[str]:
         """The units whose budget spent + in flight + `own` would pass (None: unknown, must leave room)."""
-        total = self.ledger.spent
-        for running in self.in_flight.values():
-            projected, _ = self.ledger.projection(running)
-            if projected is not None:
-                total = total + projected
+        if self._committed is None:  # the launcher asks once per queued run: summed once per change
+            self._committed = self.ledger.spent
+            for running in self.in_flight.values():
+                projected, _ = self.ledger.projection(running)
+                if projected is not None:
+                    self._committed = self._committed + projected
+        total = self._committed
         if own is not None:
             total = total + own
         over = []
@@ -107,13 +112,16 @@ class SweepBudget:
 
     def started(self, cfg: RunConfig) -> None:
         self.in_flight[(cfg.results_dir, cfg.run_id)] = cfg
+        self._committed = None
 
     def ended(self, cfg: RunConfig) -> None:
         self.in_flight.pop((cfg.results_dir, cfg.run_id), None)
+        self._committed = None
 
     def finished(self, cfg: RunConfig, summary: Any) -> None:
         """The run's outcome is final: count what its runs row records."""
         self.ledger.record(cfg, read_row(cfg))
+        self._committed = None
 
     def set_aside(self, cfgs: Sequence[RunConfig]) -> None:
         """Nothing is in flight and none of these fits: they are not started (a resume runs them)."""
@@ -121,6 +129,11 @@ class SweepBudget:
             self.refused = self.ledger.projection(cfgs[0])
         self.not_started += cfgs
         log.debug("budget: %d run(s) set aside", len(cfgs))
+
+    def opening(self) -> str:
+        """Where the budget stands as the sweep starts."""
+        return (f"budget: the sweep's recorded runs spent {against(self.ledger.spent, self.settings)}; a run starts "
+                "while its projected spend fits")
 
     def line(self) -> str:
         """What the budget did, in one line: spent against each cap, and what a resume needs."""

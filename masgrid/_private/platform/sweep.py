@@ -257,6 +257,8 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                   f"{len(plan.todo)} to run ({plan.retried} retries"
                   f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
                   f"{in_flight_rule(settings, plan.todo)}")
+    if budget is not None:
+        progress.note(budget.opening())
     _execute(plan.todo, settings, result, progress, budget)
     _summary(result, cfgs, progress, budget)
     return result
