@@ -228,3 +228,14 @@ def json_rounds(config_json: str) -> int:
     import json
 
     return int(json.loads(config_json)["agentsnet"]["rounds"])
+
+
+def test_api_sweep_takes_a_budget_and_refuses_what_it_cannot_price(tmp_path):
+    import masgrid
+    from masgrid._private.platform.config import ConfigError
+
+    with pytest.raises(ConfigError, match="model preset scripted has none"):
+        masgrid.sweep({"agents": [1, 2]}, "k=1", f"results_dir={tmp_path}", budget={"usd": 1})
+    with pytest.raises(ConfigError, match="sweep.budget.dollars"):
+        masgrid.sweep({"agents": [1, 2]}, "k=1", f"results_dir={tmp_path}", budget={"dollars": 1})
+    assert not (tmp_path / "runs").exists()
