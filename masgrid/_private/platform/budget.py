@@ -111,11 +111,11 @@ class SweepBudget:
         return over
 
     def started(self, cfg: RunConfig) -> None:
-        self.in_flight[(cfg.results_dir, cfg.run_id)] = cfg
+        self.in_flight[self.ledger.key(cfg)] = cfg
         self._committed = None
 
     def ended(self, cfg: RunConfig) -> None:
-        self.in_flight.pop((cfg.results_dir, cfg.run_id), None)
+        self.in_flight.pop(self.ledger.key(cfg), None)
         self._committed = None
 
     def finished(self, cfg: RunConfig, summary: Any) -> None:

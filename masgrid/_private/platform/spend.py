@@ -191,9 +191,18 @@ class Ledger:
         self._rows: dict[str, list[dict[str, Any]]] = {}  # results_dir -> rows of runs outside the sweep
         self._cell_of: dict[int, str | None] = {}  # id(row) -> its cell, once worked out
         self._cell_keys: dict[Key, str] = {}  # a run of the sweep -> its cell (a hash of its config: cached)
+        self._keys: dict[int, tuple[RunConfig, Key]] = {}  # id(config) -> it and its key (the config held: ids stay unique)
+
+    def key(self, cfg: RunConfig) -> Key:
+        """(results_dir, run_id), remembered per config object: the launcher asks about each
+        queued run on every pass, and a run id is a hash of the whole config."""
+        known = self._keys.get(id(cfg))
+        if known is None:
+            known = self._keys[id(cfg)] = (cfg, (cfg.results_dir, cfg.run_id))
+        return known[1]
 
     def cell(self, cfg: RunConfig) -> str:
-        key = (cfg.results_dir, cfg.run_id)
+        key = self.key(cfg)
         if key not in self._cell_keys:
             self._cell_keys[key] = cell_key(cfg)
         return self._cell_keys[key]
@@ -201,7 +210,7 @@ class Ledger:
     def include(self, cfgs: Sequence[RunConfig]) -> None:
         """Make these runs the sweep's, with the spend their results_dirs record, and read the
         recorded runs of their cells."""
-        new = {(c.results_dir, c.run_id): c for c in cfgs if (c.results_dir, c.run_id) not in self.ours}
+        new = {self.key(c): c for c in cfgs if self.key(c) not in self.ours}
         for cfg in new.values():
             self._cells.setdefault(self.cell(cfg), cfg)
         for results_dir in sorted({c.results_dir for c in cfgs}):
@@ -225,7 +234,7 @@ class Ledger:
 
     def record(self, cfg: RunConfig, row: Mapping[str, Any] | None) -> None:
         """A run of the sweep ended (or was found recorded) with this runs row (None: no row)."""
-        key = (cfg.results_dir, cfg.run_id)
+        key = self.key(cfg)
         self.ours.add(key)
         spend = None if row is None else run_spend(row, cfg, self.priced)
         self._put(key, (self.cell(cfg), spend, row is not None and row.get("status") in COMPLETE, True))
