@@ -80,13 +80,14 @@ def test_token_budget_starts_what_fits_and_a_larger_one_resumes(tmp_path, ray_se
     assert (2, 1) not in want and (3, 0) in want  # passed over at its cell's mean; a later run fit the sweep's
     spent = sum(recorded_spend(out).values())
     left = len(ORDER) - len(want)
+    per_cell = ", ".join(f"agents={a}: {n}" for a in (1, 2, 3) if (n := sum(r[0] == a for r in ORDER if r not in want)))
     assert f"not started {left} (over budget)" in text
-    assert f"budget: {left} of 6 runs not started: spent {spent:,.0f} of {budget:,} tokens" in text
+    assert f"budget: {left} of 6 runs not started ({per_cell}): spent {spent:,.0f} of {budget:,} tokens" in text
     assert "run again with a larger sweep.budget.tokens to run them" in text
 
     assert main(sweep_args(out, f"sweep.budget.tokens={budget}")) == 0  # same budget: nothing more
     text = capsys.readouterr().out
-    assert started(out) == set(want) and f"budget: {left} of 6 runs not started: spent {spent:,.0f} of" in text
+    assert started(out) == set(want) and f"budget: {left} of 6 runs not started ({per_cell}): spent {spent:,.0f} of" in text
     assert f"budget: the sweep's recorded runs spent {spent:,.0f} of {budget:,} tokens" in text  # counted on resume
 
     assert main(sweep_args(out, "sweep.budget.tokens=100000000")) == 0
@@ -106,7 +107,7 @@ def test_usd_budget_prices_the_overridden_preset(tmp_path, ray_session, capsys):
     text = capsys.readouterr().out
     want = replay(ORDER, recorded_spend(out, PRICE), budget)
     assert started(out) == set(want) and 0 < len(want) < len(ORDER)
-    assert f"budget: {len(ORDER) - len(want)} of 6 runs not started" in text and "sweep.budget.usd" in text
+    assert f"budget: {len(ORDER) - len(want)} of 6 runs not started (" in text and "sweep.budget.usd" in text
 
 
 def test_usd_budget_without_price_is_one_line_and_starts_nothing(tmp_path, capsys):
@@ -218,7 +219,7 @@ def test_adaptive_sweep_stops_undecided_at_the_budget_and_resumes(tmp_path, ray_
         row = cells.loc[f"agentsnet.rounds={rounds}"]
         ran = sum(1 for r, _ in want if r == rounds)
         assert (row["reason"], row["n_seeds"], row["n_failed"]) == ("budget", ran, 0)
-    assert f"budget: {4 - len(want)} of 4 runs not started" in text
+    assert f"budget: {4 - len(want)} of 4 runs not started (agentsnet.rounds=" in text
 
     assert main([*args, "sweep.budget.tokens=1000000000"]) == 0
     check_cells_against_runs(out, AdaptiveSettings(**rule), [2, 4])

@@ -154,15 +154,29 @@ class SweepBudget:
         nxt = (f"the next run projects {' and '.join(amount(u, _value(projected, u)) for u in over)} ({source})"
                if projected is not None else "nothing is left of it")
         keys = " and ".join(f"sweep.budget.{u}" for u in over)
-        return (f"budget: {len(self.not_started)} of {len(self.ledger.ours)} runs not started: spent {caps}, {nxt}; "
-                f"run again with a larger {keys} to run them{tail}")
+        left = self._left() if len(self.ledger.cells()) > 1 else ""
+        return (f"budget: {len(self.not_started)} of {len(self.ledger.ours)} runs not started"
+                f"{f' ({left})' if left else ''}: spent {caps}, {nxt}; run again with a larger {keys} to run them{tail}")
+
+    def _left(self, shown: int = 4) -> str:
+        """The runs not started, counted per cell: `agents=4: 3, agents=8: 5` (the first few cells)."""
+        from masgrid._private.platform.grid_cells import labels
+
+        counts: dict[str, int] = {}
+        for cfg in self.not_started:
+            cell = self.ledger.cell(cfg)
+            counts[cell] = counts.get(cell, 0) + 1
+        names = labels(self.ledger.cells())
+        parts = [f"{names[cell]}: {n}" for cell, n in list(counts.items())[:shown]]
+        more = len(counts) - shown
+        return ", ".join(parts) + (f", and {more} more cell{'s' if more > 1 else ''}" if more > 0 else "")
 
 
 def cost_plan(cfgs: Sequence[RunConfig], todo: Sequence[RunConfig], settings: BudgetSettings) -> list[str]:
     """`--plan`: what the runs left will likely spend, cell by cell, from the recorded complete
     runs of the same cells in their results_dirs (the mean spend of one run); a cell with none
     is said to have an unknown cost rather than guessed from others."""
-    from masgrid._private.platform.grid_cells import cell_labels, flat
+    from masgrid._private.platform.grid_cells import labels as cell_labels
 
     priced = unpriced(cfgs) is None
     ledger = Ledger(priced=priced)
@@ -170,12 +184,7 @@ def cost_plan(cfgs: Sequence[RunConfig], todo: Sequence[RunConfig], settings: Bu
     cells: dict[str, list[RunConfig]] = {}
     for cfg in todo:
         cells.setdefault(ledger.cell(cfg), []).append(cfg)
-    flats = {}
-    for cell, runs in cells.items():
-        point = flat(runs[0].model_dump(mode="json"))
-        point.pop("seed")
-        flats[cell] = point
-    labels = cell_labels(flats)
+    labels = cell_labels({cell: runs[0] for cell, runs in cells.items()})
     units = ["tokens", "usd"] if priced else ["tokens"]
     money = "US dollars at each preset's price" if priced else "in tokens only: a model the runs use has no price"
     head = f"cost estimate of the runs to run (the mean spend of the recorded complete runs of each cell; {money}):"

@@ -29,3 +29,13 @@ def cell_labels(flats: Mapping[Any, dict[str, Any]]) -> dict[Any, str]:
     varying = sorted({k for f in flats.values() for k, v in f.items()
                       if any(other.get(k) != v for other in flats.values())})
     return {ident: " ".join(f"{k}={point[k]}" for k in varying) or "(the only cell)" for ident, point in flats.items()}
+
+
+def labels(runs: Mapping[str, RunConfig]) -> dict[str, str]:
+    """cell key -> its label, from one run of each cell."""
+    flats = {}
+    for cell, cfg in runs.items():
+        point = flat(cfg.model_dump(mode="json"))
+        point.pop("seed", None)
+        flats[cell] = point
+    return cell_labels(flats)

@@ -201,6 +201,10 @@ class Ledger:
             known = self._keys[id(cfg)] = (cfg, (cfg.results_dir, cfg.run_id))
         return known[1]
 
+    def cells(self) -> dict[str, RunConfig]:
+        """One run of each of the sweep's cells."""
+        return dict(self._cells)
+
     def cell(self, cfg: RunConfig) -> str:
         key = self.key(cfg)
         if key not in self._cell_keys:
