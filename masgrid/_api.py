@@ -92,7 +92,8 @@ def grid(base: Sequence[str] = (), **axes: Iterable[Any]) -> list[RunConfig]:
 def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str, max_concurrent: int | None = None,
           retry_failed: bool = False, retry_invalid: bool = True,
           progress: Literal["auto", "rich", "plain", "off"] = "off",
-          adaptive: AdaptiveSettings | Mapping[str, Any] | None = None) -> SweepResult:
+          adaptive: AdaptiveSettings | Mapping[str, Any] | None = None,
+          budget: Mapping[str, Any] | None = None) -> SweepResult:
     """Run a grid with the CLI's resume rule: grid points already recorded ok or degraded are
     skipped, interrupted ones re-run; identities are the same run ids the CLI computes.
 
@@ -102,7 +103,8 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
     `adaptive`: stopping rules per grid cell (`{"width": 0.2}` or `{"compare": "condition"}`, docs/adaptive.md);
     the grid then leaves out seed, and `.cells` says why each cell stopped. `max_concurrent`: the ceiling
     on runs in flight (None: as many as each engine's load admits, up to 32; 4 for scripted runs;
-    docs/sweeps.md, "Runs in flight")."""
+    docs/sweeps.md, "Runs in flight"). `budget`: `{"tokens": ...}` and/or `{"usd": ...}` over the whole
+    sweep, recorded runs included; `.not_started` counts the runs it left for a resume (docs/hosted-apis.md)."""
     from masgrid._private.platform.adaptive import check_adaptive
     from masgrid._private.platform.config import ConfigError
     from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep, sweep_settings
@@ -115,7 +117,8 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
         raise ValueError(collapse_error(keys, cfgs))
     rule = adaptive.model_dump(exclude_unset=True) if isinstance(adaptive, AdaptiveSettings) else dict(adaptive or {})
     settings = sweep_settings({"max_concurrent": max_concurrent, "retry_failed": retry_failed,
-                               "retry_invalid": retry_invalid, "progress": progress, "adaptive": rule})
+                               "retry_invalid": retry_invalid, "progress": progress, "adaptive": rule,
+                               "budget": dict(budget or {})})
     refused = check_adaptive(cfgs, settings)
     if refused:
         raise ConfigError(refused)

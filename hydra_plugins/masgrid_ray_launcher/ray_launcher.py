@@ -153,6 +153,10 @@ class MasgridRayLauncher(Launcher):
             from masgrid._private.platform.adaptive import check_adaptive
 
             refused = check_adaptive(cfgs, all_settings[0])
+        if refused is None:  # a budget in money over a model without a price
+            from masgrid._private.platform.budget import check_budget
+
+            refused = check_budget(cfgs, all_settings[0].budget)
         if refused:
             call.result = SweepResult(total=len(job_overrides), error=_fail(refused))
             return []

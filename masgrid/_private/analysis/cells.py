@@ -37,7 +37,8 @@ CELL_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "wins": (pa.int64(), "compare: seeds where this cell succeeded and its partner failed"),
     "losses": (pa.int64(), "compare: seeds where its partner succeeded and this cell failed"),
     "reason": (pa.string(), "why sampling stopped: width_reached, separated, not_separated, max_seeds, failed_runs, "
-                            "or in_progress (the sweep was stopped before the cell was decided)"),
+                            "budget (sweep.budget left its next seeds unstarted: undecided, a resume with a larger "
+                            "budget goes on), or in_progress (the sweep was stopped before the cell was decided)"),
     "run_ids": (pa.list_(pa.string()), "the cell's runs in seed order (join key to runs.run_id)"),
     "results_dir": (pa.string(), "where the runs are recorded"),
     "updated_at": (pa.timestamp("us", tz="UTC"), "when this row was written"),

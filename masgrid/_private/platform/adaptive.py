@@ -25,10 +25,12 @@ import pyarrow as pa
 
 from masgrid._private.analysis.cells import CELLS_DIR, CELLS_SCHEMA, read_cells
 from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.grid_cells import cell_key, cell_labels, flat as _flat
 from masgrid._private.platform.run_outcome import USABLE
 from masgrid._private.platform.stopping import AdaptiveSettings, discordant, interval, looks, width_decision
 
 if TYPE_CHECKING:
+    from masgrid._private.platform.budget import SweepBudget
     from masgrid._private.platform.sweep import SweepResult, SweepSettings
 
 __all__ = ["AdaptiveSettings", "build_cells", "check_adaptive", "read_cells", "run_adaptive"]
@@ -55,19 +57,6 @@ class Cell:
         return RunConfig.from_mapping({**self._dump, "seed": seed})
 
 
-def cell_key(cfg: RunConfig) -> str:
-    data = cfg.identity()
-    data.pop("seed", None)
-    data.pop("prompt_hash", None)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
-    return {prefix.rstrip("."): json.dumps(value) if isinstance(value, (list, dict)) else value}
-
-
 def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[Cell]:
     """The grid's cells (pairs for `compare`); ConfigError, one line, when the grid does not fit the rule."""
     if not cfgs:
@@ -84,10 +73,8 @@ def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[C
             flat = _flat(cfg.model_dump(mode="json"))
             flat.pop("seed")
             flats[ident] = flat
-    varying = sorted({k for f in flats.values() for k, v in f.items()
-                      if any(other.get(k) != v for other in flats.values())})
-    for ident, cell in cells.items():
-        cell.label = " ".join(f"{k}={flats[ident][k]}" for k in varying) or "(the only cell)"
+    for ident, label in cell_labels(flats).items():
+        cells[ident].label = label
     if settings.compare is not None:
         _pair(list(cells), cells, flats, settings.compare)
     return list(cells.values())
@@ -277,9 +264,11 @@ def simulate(streams: Sequence[Sequence[float | None]], settings: AdaptiveSettin
 
 def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
                  on_start: Callable[[], None] | None,
-                 execute: Callable[[list[RunConfig], SweepResult, str], None]) -> SweepResult:
+                 execute: Callable[[list[RunConfig], SweepResult, str], None],
+                 budget: SweepBudget | None = None) -> SweepResult:
     """Open cells take their next seeds together, one `execute` (run_many) per look, until every
-    cell has stopped; the cells table is rewritten after every look."""
+    cell has stopped; the cells table is rewritten after every look. A look the budget cut
+    short ends the sweep: its open cells stop with reason `budget`, their seeds not started left out."""
     from masgrid._private.platform.model_phases.runner import current_plan, needs_phases
     from masgrid._private.platform.preflight import preflight
     from masgrid._private.platform.sweep import SweepResult, plan_sweep, recorded_status
@@ -319,11 +308,22 @@ def run_adaptive(cfgs: Sequence[RunConfig], settings: SweepSettings,
         result.total += plan.total
         result.skipped_ok += plan.skipped_ok
         result.skipped_failed += plan.skipped_failed
+        if budget is not None:
+            budget.include(batch)
         execute(plan.todo, result, f"adaptive look {look + 1}: {len(open_cells)} of {len(cells)} cells open, "
                                    f"{target} seeds each; {plan.skipped_ok + plan.skipped_failed} recorded, "
                                    f"{len(plan.todo)} to run")
         outcomes = recorded_outcomes(results_dirs, rule.metric)
-        settle(cells, outcomes, rule)
+        cut = {c.run_id for c in budget.not_started} if budget is not None else set()
+        if cut:  # seeds never started are no outcome (not failures): the open cells stop undecided
+            for cell in cells:
+                cell.run_ids = [r for r in cell.run_ids if r not in cut]
+                cell.seeds = len(cell.run_ids)
+                cell.reason = cell.reason or "budget"
+        else:
+            settle(cells, outcomes, rule)
         write_cells([cell_row(c, outcomes, rule, sid) for c in cells], sid)
+        if cut:
+            break
     result.cells = [cell_row(c, outcomes, rule, sid) for c in cells]
     return result

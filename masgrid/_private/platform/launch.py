@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
 
 from masgrid._private.actors import heap
@@ -36,6 +36,9 @@ from masgrid._private.platform.storage import ResultsUnwritable  # the recorder 
 from masgrid._private.platform.results_lock import ResultsLock
 from masgrid._private.platform.run_status import RunName
 from masgrid._private.platform.run_outcome import classify_failure
+
+if TYPE_CHECKING:
+    from masgrid._private.platform.budget import SweepBudget
 
 log = logging.getLogger(__name__)
 NAMESPACE = "masgrid"
@@ -363,18 +366,20 @@ def _ensure_deployments(cfgs: list[RunConfig]) -> None:
 
 def run_many(cfgs: Iterable[RunConfig], max_concurrent: int | None = 4,
              on_done: Callable[[RunConfig, RunSummary], None] | None = None,
-             keep_warm: bool = False, admission: Admission = "fixed") -> list[RunSummary]:
+             keep_warm: bool = False, admission: Admission = "fixed", gate: SweepBudget | None = None,
+             ) -> list[RunSummary]:
     """Execute runs on Ray in submission order, holding each results_dir's writer lock
     (ResultsDirBusy if another process holds one). `admission="fixed"`: at most
     `max_concurrent` drivers at once (None: 4); `"load"` (sweeps): as many as each engine's
     load admits, `max_concurrent` the ceiling (platform/admission.py). A run that calls a model
     whose runs are blocked waits; others behind it may start. `keep_warm`: on a joined cluster,
-    use (or leave) the warm actors of platform/warm.py."""
+    use (or leave) the warm actors of platform/warm.py. `gate`: a sweep's budget, asked before
+    each run starts (platform/budget.py); the runs it never lets start get no runs row."""
     cfgs = list(cfgs)
     if not cfgs:
         return []
     with writer_locks(cfgs):
-        return _run_many(cfgs, max_concurrent, on_done, keep_warm, admission)
+        return _run_many(cfgs, max_concurrent, on_done, keep_warm, admission, gate)
 
 
 @contextmanager
@@ -394,7 +399,7 @@ def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
 
 def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
               on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False,
-              admission: Admission = "fixed") -> list[RunSummary]:
+              admission: Admission = "fixed", gate: SweepBudget | None = None) -> list[RunSummary]:
     import ray
 
     ensure_ray(cfgs[0].execution.ray_address)
@@ -478,7 +483,12 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
                     blocked.add(mine)
                     pos += 1
                     continue
+                if gate is not None and not gate.may_start(cfg):  # over budget: waits for the runs in flight
+                    pos += 1
+                    continue
                 queue.pop(pos)
+                if gate is not None:
+                    gate.started(cfg)
                 if cfg.execution.prefix_cache == "reset_per_run" and mine:  # alone on its engines (admission)
                     for settings in cfg.agent_endpoints():
                         reset_prefix_cache(settings)
@@ -502,6 +512,9 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
                     driver = driver_actor(cfg, rec, attempts[idx] + 1)
                     in_flight[driver.run.remote()] = (idx, driver)
             if not in_flight:
+                if gate is not None and queue and stopped is None:  # none fits the budget and none is running
+                    gate.set_aside([c for _, c in queue])
+                    queue.clear()
                 continue
             # with runs held back by admission, look again once the engines' load may have changed
             done, _ = ray.wait(list(in_flight), num_returns=1,
@@ -509,6 +522,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
             for ref in done:
                 idx, actor = in_flight.pop(ref)
                 control.ended(ends[idx])
+                if gate is not None:
+                    gate.ended(cfgs[idx])
                 cfg = cfgs[idx]
                 attempts[idx] += 1
                 try:
@@ -550,6 +565,8 @@ def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
                     except Exception as exc:  # noqa: BLE001 - unrecorded: a resume runs it (no runs row)
                         stopped = stopped or storage_error(exc)
                 results[idx] = summary
+                if gate is not None:
+                    gate.finished(cfg, summary)
                 if on_done:
                     on_done(cfg, summary)
         if lost:

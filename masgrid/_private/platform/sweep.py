@@ -20,11 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.admission import AUTO_CEILING, FIXED_DEFAULT
+from masgrid._private.platform.budget import BudgetSettings
 from masgrid._private.platform.stopping import AdaptiveSettings
 from masgrid._private.platform.config import ConfigError, RunConfig, format_validation_error
 from masgrid._private.platform.run_outcome import USABLE  # complete on resume: the statuses whose metrics tables use
 
 if TYPE_CHECKING:
+    from masgrid._private.platform.budget import SweepBudget
     from masgrid._private.platform.progress import SweepProgress
 
 #: the config node holding sweep settings; stripped before RunConfig validation
@@ -60,6 +62,9 @@ class SweepSettings(BaseModel):
     adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings,
                                        description="stopping rules per grid cell (docs/adaptive.md); inactive unless "
                                                    "adaptive.width or adaptive.compare is set")
+    budget: BudgetSettings = Field(default_factory=BudgetSettings,
+                                   description="caps on the sweep's spend in tokens or US dollars, earlier "
+                                               "invocations' runs included (docs/hosted-apis.md, Budgets)")
 
 
 def sweep_settings(raw: Mapping[str, Any]) -> SweepSettings:
@@ -155,6 +160,9 @@ class SweepResult(BaseModel):
     failed: int = 0
     held: int = Field(0, description="runs not started because a model they need did not load (model phases); "
                                      "no runs row: a resume runs them")
+    not_started: int = Field(0, description="runs not started because the budget would not cover them (sweep.budget); "
+                                            "no runs row: a resume with a larger budget runs them")
+    budget: str | None = Field(None, description="sweep.budget: what it spent and left out, in one line")
     failures: dict[str, str] = Field(default_factory=dict, description="run_id -> first line of its error")
     error: str | None = Field(None, description="the sweep did not start (invalid configuration)")
     cells: list[dict[str, Any]] = Field(default_factory=list, description="adaptive sweeps: the cells table's rows "
@@ -205,18 +213,23 @@ def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
 
 def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                on_start: Callable[[], None] | None = None) -> SweepResult:
+    from masgrid._private.platform.budget import SweepBudget, check_budget
     from masgrid._private.platform.progress import SweepProgress
 
+    refused = check_budget(cfgs, settings.budget)
+    if refused:
+        raise ConfigError(refused)
+    budget = SweepBudget(settings.budget) if settings.budget.active else None
     if settings.adaptive.active:
         from masgrid._private.platform.adaptive import run_adaptive
 
         def execute(todo: list[RunConfig], result: SweepResult, note: str) -> None:
             progress = SweepProgress(len(todo), settings.progress, settings.log_every_s)
             progress.note(note)
-            _execute(todo, settings, result, progress)
+            _execute(todo, settings, result, progress, budget)
 
-        result = run_adaptive(cfgs, settings, on_start, execute)
-        _summary(result, cfgs, SweepProgress(0, settings.progress, settings.log_every_s))
+        result = run_adaptive(cfgs, settings, on_start, execute, budget)
+        _summary(result, cfgs, SweepProgress(0, settings.progress, settings.log_every_s), budget)
         return result
     from masgrid._private.platform.model_phases.runner import current_plan, needs_phases
     from masgrid._private.platform.preflight import preflight
@@ -234,6 +247,8 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
         preflight(plan.todo, served=not phased)
     if on_start is not None:
         on_start()
+    if budget is not None:
+        budget.include(cfgs)
     result = SweepResult(total=plan.total, skipped_ok=plan.skipped_ok, skipped_failed=plan.skipped_failed)
     progress = SweepProgress(len(plan.todo), settings.progress, settings.log_every_s)
     progress.note(f"sweep: {plan.total} runs in the grid; {plan.skipped_ok} already complete, "
@@ -242,12 +257,15 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                   f"{len(plan.todo)} to run ({plan.retried} retries"
                   f"{f', {plan.interrupted} of them interrupted' if plan.interrupted else ''}), "
                   f"{in_flight_rule(settings, plan.todo)}")
-    _execute(plan.todo, settings, result, progress)
-    _summary(result, cfgs, progress)
+    if budget is not None:
+        progress.note(budget.opening())
+    _execute(plan.todo, settings, result, progress, budget)
+    _summary(result, cfgs, progress, budget)
     return result
 
 
-def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress) -> None:
+def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress,
+             budget: SweepBudget | None = None) -> None:
     """Run `todo` (at most max_concurrent at once), counting each outcome into `result`; runs
     needing models the sweep deploys go in model phases (platform/model_phases)."""
     from masgrid._private.platform.launch import ensure_ray, run_many
@@ -276,7 +294,7 @@ def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult
     def execute(runs: list[RunConfig], done: Callable[[RunConfig, Any], None]) -> None:
         # on a cluster that outlives the command, the sweep's processes stay warm for the next one
         run_many(runs, max_concurrent=settings.max_concurrent, on_done=done, admission=settings.admission,
-                 keep_warm=keep_warm)
+                 keep_warm=keep_warm, gate=budget)
 
     try:
         if needs_phases(todo):  # models the sweep deploys itself: in phases that fit the cluster
@@ -298,11 +316,15 @@ def in_flight_rule(settings: SweepSettings, todo: Sequence[RunConfig]) -> str:
             "(sweep.admission=load)")
 
 
-def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProgress) -> None:
+def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProgress,
+             budget: SweepBudget | None = None) -> None:
     results_dirs = sorted({c.results_dir for c in cfgs})
+    if budget is not None:
+        result.not_started, result.budget = len(budget.not_started), budget.line()
     progress.note(f"sweep done: ran {result.ran} (ok {result.ok}, degraded {result.degraded}, invalid "
                   f"{result.invalid}, failed {result.failed}), "
                   + (f"held {result.held} (a model they need did not load), " if result.held else "")
+                  + (f"not started {result.not_started} (over budget), " if result.not_started else "")
                   + f"skipped {result.skipped_ok + result.skipped_failed}; results in "
                   + ", ".join(f"{d}/runs" for d in results_dirs))
     if result.cells:
@@ -314,6 +336,8 @@ def _summary(result: SweepResult, cfgs: Sequence[RunConfig], progress: SweepProg
                       + "; table in " + ", ".join(f"{d}/cells" for d in results_dirs))
     for run_id, err in result.failures.items():
         progress.note(f"  {run_id}: {err}", err=True)
+    if result.budget:
+        progress.note(result.budget)
 
 
 def describe_plan(cfgs: Sequence[RunConfig], settings: SweepSettings) -> str:
@@ -329,6 +353,10 @@ def describe_plan(cfgs: Sequence[RunConfig], settings: SweepSettings) -> str:
         lines.append(_phase_plan_text(plan.todo))
     elif plan.todo:
         lines.append("model phases: none (no run needs a model this sweep deploys)")
+    if plan.todo:
+        from masgrid._private.platform.budget import cost_plan
+
+        lines += cost_plan(cfgs, plan.todo, settings.budget)
     return "\n".join(lines)
 
 

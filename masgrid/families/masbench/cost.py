@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from masgrid._private.pricing import usd_cost
 from masgrid._private.analysis.usable_runs import usable
 
 PRICE_FIELDS = ("input_usd_per_mtok", "output_usd_per_mtok")
@@ -55,13 +56,15 @@ def run_prices(runs: pd.DataFrame) -> pd.DataFrame:
 def _costs(ok: pd.DataFrame) -> pd.DataFrame:
     """Per-run token counts and costs under the recorded split and the paper's three assumptions."""
     prices = run_prices(ok)
-    pin, pout = prices["input_usd_per_mtok"] / 1e6, prices["output_usd_per_mtok"] / 1e6
+    pin, pout = prices["input_usd_per_mtok"], prices["output_usd_per_mtok"]
     total = ok["tokens_total"].astype(float)
     estimated = ok["calls_usage_estimated"] if "calls_usage_estimated" in ok.columns else 0
     return pd.DataFrame({
         "tokens_total": total, "tokens_comm": ok["tokens_comm"].astype(float),
-        "cost_usd": ok["tokens_in"].astype(float) * pin + ok["tokens_out"].astype(float) * pout,
-        "cost_mid_usd": total * (pin + pout) / 2, "cost_low_usd": total * pin, "cost_high_usd": total * pout,
+        "cost_usd": usd_cost(ok["tokens_in"].astype(float), ok["tokens_out"].astype(float), pin, pout),
+        # the paper's assumptions: half of the total at each price, all of it at one
+        "cost_mid_usd": usd_cost(total / 2, total / 2, pin, pout),
+        "cost_low_usd": usd_cost(total, 0, pin, pout), "cost_high_usd": usd_cost(0, total, pin, pout),
         "priced": prices.notna().all(axis=1), "usage_estimated_calls": pd.Series(estimated, index=ok.index).fillna(0),
     }, index=ok.index)
 
