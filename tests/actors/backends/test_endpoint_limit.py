@@ -116,6 +116,22 @@ def test_a_slot_its_holder_never_releases_is_taken_back():
     asyncio.run(go())
 
 
+def test_a_slot_of_a_dead_limits_actor_frees_nothing_in_its_successor():
+    """Slot ids restart with a new EndpointLimits; a late release of the old one's slot must
+    not free the slot its successor granted under the same id."""
+    async def go() -> None:
+        old, new = EndpointLimits(), EndpointLimits()
+        stale = await old.acquire("e", 1)
+        fresh = await new.acquire("e", 1)
+        assert stale.id == fresh.id
+        await new.release(stale, "answered")
+        assert new.limits["e"].in_use == 1
+        await new.release(fresh, "answered")
+        assert new.limits["e"].in_use == 0
+
+    asyncio.run(go())
+
+
 def test_retry_after_values():
     assert retry_after_s("2") == 2.0
     assert retry_after_s("0.5") == 0.5
@@ -241,6 +257,9 @@ class _Caller:
     def ready(self) -> bool:
         return True
 
+    def last_epoch(self) -> int:
+        return self.held[-1].epoch  # -1: granted by no limit (it was unreachable)
+
 
 def test_the_limit_and_a_pause_reach_every_process(ray_session):
     """Three processes on one endpoint of ceiling 2: the third waits for a slot another
@@ -259,5 +278,13 @@ def test_the_limit_and_a_pause_reach_every_process(ray_session):
     ray.get(b.refused.remote(1.5))  # limit 2 -> 1, endpoint paused 1.5 s
     ray.get(c.answered.remote())
     assert ray.get(a.take.remote(), timeout=30) >= 1.2
+    # the limits actor dies (an earlier command's, on a warm worker): the next request finds
+    # a new one and is limited again, not sent unlimited
+    from masgrid._private.actors.backends.endpoint_limit import ACTOR_NAME, NAMESPACE, forget_actor
+
+    ray.kill(ray.get_actor(ACTOR_NAME, namespace=NAMESPACE), no_restart=True)
+    forget_actor()
+    ray.get(c.take.remote(), timeout=30)
+    assert ray.get(c.last_epoch.remote()) >= 0
     for actor in (a, b, c):
         ray.kill(actor)

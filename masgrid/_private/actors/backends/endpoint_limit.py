@@ -38,7 +38,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol
 
@@ -66,6 +67,8 @@ class Slot:
     epoch: int
     waited_s: float
     id: int = 0
+    #: the EndpointLimits that granted it: a slot of a dead one, released to its successor, is ignored
+    owner: str = ""
 
 
 def retry_after_s(value: str | None, now: float | None = None) -> float | None:
@@ -187,6 +190,7 @@ class EndpointLimits:
 
     def __init__(self) -> None:
         self.limits: dict[str, AdaptiveLimit] = {}
+        self.owner = uuid.uuid4().hex  # slot ids restart with a new actor: this tells them apart
 
     def _limit(self, endpoint: str, ceiling: int) -> AdaptiveLimit:
         limit = self.limits.get(endpoint)
@@ -197,11 +201,12 @@ class EndpointLimits:
         return limit
 
     async def acquire(self, endpoint: str, ceiling: int, hold_s: float = 3600.0) -> Slot:
-        return await self._limit(endpoint, ceiling).acquire(endpoint, hold_s)
+        slot = await self._limit(endpoint, ceiling).acquire(endpoint, hold_s)
+        return replace(slot, owner=self.owner)
 
     async def release(self, slot: Slot, outcome: Outcome, retry_after: float | None = None) -> None:
         limit = self.limits.get(slot.endpoint)
-        if limit is not None:
+        if limit is not None and slot.owner == self.owner:
             await limit.release(slot, outcome, retry_after)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
@@ -245,24 +250,25 @@ class SharedGate:
 
     async def acquire(self) -> Slot:
         start = time.monotonic()
-        ref = None
-        try:
-            if self._actor is None:
-                self._actor = limits_actor()
-            ref = self._actor.acquire.remote(self.endpoint, self.ceiling, self.hold_s)
-            return await ref
-        except asyncio.CancelledError:
-            if ref is not None:  # granted later all the same: give the slot back then
-                self._give_back_when_granted(ref)
-            raise
-        except Exception as exc:  # noqa: BLE001 - the actor died or is unreachable
-            self._actor = None
-            forget_actor()
-            if not self._warned:
-                self._warned = True
-                log.warning("the endpoint limit of %s is unreachable (%s): requests go out unlimited",
-                            self.endpoint, exc)
-            return Slot(self.endpoint, -1, time.monotonic() - start)
+        for attempt in range(2):  # a second try looks the actor up afresh (an earlier command's died)
+            ref = None
+            try:
+                if self._actor is None:
+                    self._actor = limits_actor()
+                ref = self._actor.acquire.remote(self.endpoint, self.ceiling, self.hold_s)
+                return await ref
+            except asyncio.CancelledError:
+                if ref is not None:  # granted later all the same: give the slot back then
+                    self._give_back_when_granted(ref)
+                raise
+            except Exception as exc:  # noqa: BLE001 - the actor died or is unreachable
+                self._actor = None
+                forget_actor()
+                if attempt == 1 and not self._warned:
+                    self._warned = True
+                    log.warning("the endpoint limit of %s is unreachable (%s): requests go out unlimited",
+                                self.endpoint, exc)
+        return Slot(self.endpoint, -1, time.monotonic() - start)
 
     def release(self, slot: Slot, outcome: Outcome, retry_after: float | None = None) -> None:
         if slot.epoch < 0 or self._actor is None:
