@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from masgrid._private.actors import heap
 from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
 from masgrid._private.actors.backends import Completion
+from masgrid._private.actors.backends.base import FILTERED
 from masgrid._private.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid._private.envs.channel import make_channel
 from masgrid._private.envs.protocols.base import STACKED_VERB
@@ -105,6 +106,8 @@ class RunLog:
     stats: list[AgentStats] = field(default_factory=list)
     error_classes: Counter = field(default_factory=Counter)
     usage_estimated: int = 0
+    #: successful calls the provider's content filter cut short (finish_reason content_filter)
+    filtered_replies: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
     chunk: int = 0
@@ -238,8 +241,8 @@ class RunLog:
             st.stopped = f"phase {phase} {where}: {c.error}"
         self._event(phase=phase, round=round_no, agent=agent, kind="model_call", verb=None, role="assistant",
                     text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
-                    http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
-                    tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
+                    http_status=c.http_status, finish_reason=c.finish_reason, tokens_in=c.tokens_in,
+                    tokens_out=c.tokens_out, tokens_comm=0, tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
                     attempts=c.attempts, call_started=_when(c.started_at), messages_sent=0,
                     tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
@@ -255,8 +258,9 @@ class RunLog:
             self.error_classes[c.error_class or "backend_error"] += 1
             if self.members is not None:
                 self.member_errors.setdefault(self.members[agent], Counter())[c.error_class or "backend_error"] += 1
-        elif c.usage_source in ("estimate", "invalid"):
-            self.usage_estimated += 1
+        else:
+            self.usage_estimated += c.usage_source in ("estimate", "invalid")
+            self.filtered_replies += c.finish_reason == FILTERED
 
     def record_step(self, phase: int, step: int, agent: int, started: float | None, c: Completion | None,
                     before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
@@ -593,6 +597,7 @@ class RunDriver:
             "model_errors": sum(s.model_errors for s in stats),
             "agents_stopped": sum(s.stopped is not None for s in stats),
             "context_overflows": log.error_classes.get("context_length", 0),
+            "content_filtered": log.error_classes.get("content_filter", 0) + log.filtered_replies,
             **cache_metrics(stats),
             "calls_usage_estimated": log.usage_estimated,
             "command_errors": sum(s.command_errors for s in stats),

@@ -25,7 +25,7 @@ UNITS = {
     "tokens_in": "tokens", "tokens_out": "tokens", "tokens_total": "tokens", "tokens_comm": "tokens",
     "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands",
     "stacked_blocks": "blocks", "startup_s": "seconds", "model_error_rate": "fraction in [0, 1]",
-    "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
+    "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls", "content_filtered": "calls",
     "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
     "team_by_model": "JSON", "team_strong_degree": "edges (mean node degree)",
     "topology_edges": "JSON", "topology_n_edges": "edges", "topology_diameter": "edges (hops)",
