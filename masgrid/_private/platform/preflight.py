@@ -47,7 +47,12 @@ log = logging.getLogger(__name__)
 
 
 class PreflightError(ValueError):
-    """A check failed; the message is one line naming what and where."""
+    """A check failed; the message is one line naming what and where. `status`: the HTTP
+    status the endpoint refused with, when it did."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def check_results_dir(results_dir: str) -> None:
@@ -197,7 +202,8 @@ def check_endpoint(settings: BackendSettings, completion: bool = True,
     try:
         asyncio.run(_probe(settings, base, completion, timeout, messages or PING, found))
     except PreflightError as exc:
-        raise PreflightError(f"{where}: {exc}") from None
+        note = key_note(settings) if exc.status in (401, 403) else ""
+        raise PreflightError(f"{where}: {exc}{note}", exc.status) from None
     except aiohttp.ClientConnectorError as exc:
         refused = isinstance(exc.os_error, ConnectionRefusedError)
         reason = "connection refused" if refused else _reason(exc)
@@ -223,17 +229,24 @@ async def _probe(settings: BackendSettings, base: str, completion: bool, timeout
         if not isinstance(data, list):
             raise PreflightError(f"GET /models: malformed reply (no `data` list): {str(listed)[:200]}")
         ids = [str(m.get("id")) for m in data if isinstance(m, dict)]
-        if settings.request_model not in ids:
-            raise PreflightError(f"model not listed; the server serves {', '.join(ids) or 'no model'} "
-                                 "(model.served_name names the model in requests)")
-        entry = next(m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model)
-        found["max_model_len"] = context = served_context(entry)
+        unlisted = (f"model {settings.request_model} not listed; the server serves {', '.join(ids) or 'no model'} "
+                    "(model.served_name, else model.name, is the id sent)")
+        entry = next((m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model), None)
+        if entry is None and not completion:
+            raise PreflightError(unlisted)
+        found["max_model_len"] = context = served_context(entry) if entry else None
         check_max_tokens(settings, context)
         if not completion:
             return
         body = request_body(settings.model_copy(update={"max_tokens": 1}), messages)
         async with session.post(f"{base}/chat/completions", json=body) as response:
-            reply = await _json(response, "1-token completion")
+            try:
+                reply = await _json(response, "1-token completion")
+            except PreflightError as exc:
+                raise PreflightError(f"{unlisted}: {exc}" if entry is None else str(exc), exc.status) from None
+        if entry is None:  # a hosted API may serve more than it lists (an Azure deployment name): the call decides
+            log.warning("preflight %s: model %s is not in the models list (%s) but answered a call", base,
+                        settings.request_model, ", ".join(ids) or "empty")
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not (isinstance(choices, list) and choices and isinstance(choices[0], dict) and "message" in choices[0]):
             raise PreflightError(f"1-token completion: malformed reply (no choices[0].message): {str(reply)[:200]}")
@@ -293,8 +306,18 @@ async def _json(response: Any, what: str) -> Any:
         if response.status == 200:
             raise PreflightError(f"{what}: malformed reply (not JSON): {text[:200]!r}") from None
     if response.status != 200:
-        raise PreflightError(f"{what}: HTTP {response.status}: {_server_message(data, text)}")
+        raise PreflightError(f"{what}: HTTP {response.status}: {_server_message(data, text)}", response.status)
     return data
+
+
+def key_note(settings: BackendSettings) -> str:
+    """Where the refused key came from, without the key: the variable and whether it is set
+    (unset or empty sends the placeholder key local servers accept)."""
+    import os
+
+    value = os.environ.get(settings.api_key_env)
+    state = "is not set" if value is None else "is empty" if not value.strip() else "is set, and its key was refused"
+    return f"; the key is read from ${settings.api_key_env} (model.api_key_env), which {state} here"
 
 
 def _server_message(data: Any, text: str) -> str:
