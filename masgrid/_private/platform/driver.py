@@ -782,10 +782,10 @@ def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
     watched = watched_endpoints(cfg)
     if not cfg.preflight or not watched or not LOST_CLASSES & set(error_classes):
         return
-    from masgrid._private.platform.engine_alive import endpoint_problem
+    from masgrid._private.platform.engine_alive import SERVER_FAILED, probe
 
     for settings in watched:
-        problem = endpoint_problem(settings)
+        problem = probe(settings, SERVER_FAILED in error_classes)
         if problem is not None:
             raise lost(settings, problem, sum(error_classes.values()))
 
