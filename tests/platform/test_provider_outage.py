@@ -142,3 +142,39 @@ def test_an_outage_mid_sweep_holds_that_endpoints_runs_and_a_resume_runs_them(tm
     assert (resumed.skipped_ok, resumed.ran, resumed.ok) == (3, 3, 3)
     after = pd.read_parquet(tmp_path / "runs").set_index("run_id")
     assert set(after.index) == set(ids) and set(after["status"]) == {"ok"}
+
+
+def test_a_key_revoked_mid_run_is_final_per_call_and_recorded_not_an_outage(tmp_path, monkeypatch):
+    """Regression (the code before issue 35 did this already): a 401 stops each agent at its
+    first refused call, names the status and the provider's words, and is no lost endpoint."""
+    import json
+
+    import pandas as pd
+
+    from masgrid._private.platform.config import RunConfig
+    from masgrid._private.platform.launch import run_local
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    calls = {"n": 0}
+
+    def script(body: dict) -> Reply:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second round's calls come after the key is revoked
+            server.api_key = "sk-rotated"
+        return Reply("```\nwait\n```")
+
+    with ChatServer(script, api_key="sk-test") as server:
+        summary = run_local(RunConfig.from_mapping(dict(
+            task="sorting", protocol="broadcast", agents=2, k=2, mode="random", seed=1, backend="openai",
+            max_rounds=4, results_dir=str(tmp_path), execution={"executor": "local"},
+            model={"name": "test", "base_url": server.base_url, "api_key_env": KEY_ENV, "max_retries": 2})))
+        refused = server.refused_keys
+    assert refused == 2  # one refused call per agent: final, never retried, never called again
+    run = pd.read_parquet(tmp_path / "runs").iloc[0]
+    assert summary.status == run["status"] == "invalid" and run["agents_stopped"] == 2
+    assert json.loads(run["model_error_classes"]) == {"http_4xx": 2} and "http_4xx x2" in run["error"]
+    failed = pd.read_parquet(tmp_path / "events").query("kind == 'model_call' and not ok")
+    assert set(failed["http_status"]) == {401} and set(failed["attempts"]) == {1}
+    assert set(failed["error"]) == {"http_4xx: http 401: Incorrect API key provided."}
+    stopped = pd.read_parquet(tmp_path / "agents")["stopped"]
+    assert stopped.str.contains("round 2: http_4xx: http 401: Incorrect API key provided.", regex=False).all()
