@@ -55,6 +55,15 @@ def test_a_slow_call_is_not_an_outage(monkeypatch):
         assert probe(settings(server.base_url), True) is None  # a busy engine queues the probe too
 
 
+def test_a_connection_dropped_mid_answer_is_not_an_outage():
+    def drop(body: dict) -> Reply:
+        raise RuntimeError("the handler dies: the server closes the connection without an answer")
+
+    with ChatServer(drop) as server:
+        assert probe(settings(server.base_url), True) is None
+        assert len(server.requests) == 1
+
+
 def test_the_probes_send_the_key_a_provider_asks_for(monkeypatch):
     """A provider's models list refuses a request without the key: a probe without it would
     end every run whose call once failed, though the endpoint is fine."""

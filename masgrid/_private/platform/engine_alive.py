@@ -148,7 +148,8 @@ def _http_problem(base_url: str, key: str) -> str | None:
 def chat_problem(settings: BackendSettings) -> str | None:
     """One 1-token call with the run's request settings: None when the server answers it, or
     answers with a 4xx (its answer to this request), or is too slow to tell (a busy engine
-    queues the probe too); else the 5xx or the connection failure, in a few words."""
+    queues the probe too), or drops the connection mid-answer; else the 5xx, or why no
+    connection could be made, in a few words."""
     import urllib.error
 
     from masgrid._private.actors.backends.errors import server_message
@@ -167,10 +168,10 @@ def chat_problem(settings: BackendSettings) -> str | None:
             response.read()
     except urllib.error.HTTPError as exc:
         return f"{where}: HTTP {exc.code}: {server_message(exc.read())}"[:200] if exc.code >= 500 else None
-    except TimeoutError:
+    except urllib.error.URLError as exc:  # before the request was sent: refused, or no route
+        reason = exc.reason
+        return f"{where}: {reason}"[:200] if isinstance(reason, OSError) and not isinstance(reason, TimeoutError) \
+            else None
+    except OSError:  # a timeout, or a connection dropped mid-answer: not proof of an outage
         return None
-    except urllib.error.URLError as exc:
-        return None if isinstance(exc.reason, TimeoutError) else f"{where}: {exc.reason}"[:200]
-    except OSError as exc:
-        return f"{where}: {type(exc).__name__}: {exc}"[:200]
     return None
