@@ -112,3 +112,16 @@ def test_the_cli_refuses_a_bad_key_in_one_line_and_starts_nothing(tmp_path, monk
     assert lines == [f"masgrid run: preflight {server.base_url} (model local_vllm): GET /models: HTTP 401: Incorrect "
                      f"API key provided.; the key is read from ${KEY_ENV} (model.api_key_env), which is not set here"]
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_real_engine_refuses_an_unknown_model_in_one_line(vllm_engine, tmp_path):
+    """What the refusal quotes is the engine's own 404; the listing is what the engine serves."""
+    from tests.support.engine import SERVED
+
+    cfg = RunConfig(backend="openai", agents=2, k=2, results_dir=str(tmp_path),
+                    model={"name": "no-such-model", "base_url": vllm_engine.base_url, "max_tokens": 8})
+    message = refusal(cfg)
+    assert message.startswith(f"preflight {vllm_engine.base_url} (model no-such-model): model no-such-model not "
+                              f"listed; the server serves {SERVED} (model.served_name, else model.name, is the id "
+                              "sent): 1-token completion: HTTP 404: "), message
+    assert "no-such-model" in message.split("HTTP 404: ", 1)[1]  # the engine names the model it does not have

@@ -187,3 +187,16 @@ def test_a_key_revoked_mid_run_is_final_per_call_and_recorded_not_an_outage(tmp_
     assert set(failed["error"]) == {"http_4xx: http 401: Incorrect API key provided."}
     stopped = pd.read_parquet(tmp_path / "agents")["stopped"]
     assert stopped.str.contains("round 2: http_4xx: http 401: Incorrect API key provided.", regex=False).all()
+
+
+def test_a_real_engine_answers_the_probe(vllm_engine):
+    """The probe's call is one the engine accepts (the run's request settings, one token)."""
+    from tests.support.engine import SERVED
+
+    engine = BackendSettings(name=SERVED, base_url=vllm_engine.base_url, temperature=0.0, extra_body={"top_k": 5})
+    before = vllm_engine.counters()
+    assert probe(engine, True) is None
+    after = vllm_engine.counters()
+    # answered, not refused with a 4xx (which the probe would also take as no outage): one request, one token
+    assert after["request_success_total"] - before["request_success_total"] == 1
+    assert after["generation_tokens_total"] - before["generation_tokens_total"] == 1
