@@ -3,8 +3,10 @@
 Without them a wrong port, an unlisted model name or a read-only results_dir shows up
 minutes later as thousands of failed model calls or a traceback from the recorder actor.
 Each distinct (base_url, served model) of a grid is checked once, over HTTP (aiohttp) with
-a short timeout: the models list must name the served model, and one 1-token chat completion
-(the run's own request body, sampling and extra_body included) must come back well formed.
+a short timeout: the models list must answer, and one 1-token chat completion (the run's own
+request body, sampling and extra_body included) must come back well formed. A model the list
+does not name is refused with what the list offers, unless that call answers (a hosted API
+may serve more than it lists). A 401 or 403 names the variable the key is read from.
 `preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
 `cooper.resolver_model`) is checked the same way, whatever the agents' backend. Last, a task's
 own prerequisites on this machine (`prepare_runs`, e.g. CooperBench builds or checks its test
