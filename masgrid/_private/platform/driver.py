@@ -241,10 +241,10 @@ class RunLog:
             st.stopped = f"phase {phase} {where}: {c.error}"
         self._event(phase=phase, round=round_no, agent=agent, kind="model_call", verb=None, role="assistant",
                     text=c.recorded_text, reply=None, ok=c.error is None, error=c.error, error_class=c.error_class,
-                    http_status=c.http_status, finish_reason=c.finish_reason, tokens_in=c.tokens_in,
-                    tokens_out=c.tokens_out, tokens_comm=0, tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
+                    http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
+                    tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
                     attempts=c.attempts, call_started=_when(c.started_at), messages_sent=0,
-                    tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
+                    finish_reason=c.finish_reason, tool_calls=_history_calls(c, self.max_recorded_chars), **extra)
 
     def _count_call(self, st: AgentStats, c: Completion, agent: int) -> None:
         st.model_calls += 1
@@ -258,9 +258,10 @@ class RunLog:
             self.error_classes[c.error_class or "backend_error"] += 1
             if self.members is not None:
                 self.member_errors.setdefault(self.members[agent], Counter())[c.error_class or "backend_error"] += 1
-        else:
-            self.usage_estimated += c.usage_source in ("estimate", "invalid")
-            self.filtered_replies += c.finish_reason == FILTERED
+        elif c.usage_source in ("estimate", "invalid"):
+            self.usage_estimated += 1
+        if c.error is None and c.finish_reason == FILTERED:
+            self.filtered_replies += 1
 
     def record_step(self, phase: int, step: int, agent: int, started: float | None, c: Completion | None,
                     before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:

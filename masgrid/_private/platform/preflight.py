@@ -3,10 +3,9 @@
 Without them a wrong port, an unlisted model name or a read-only results_dir shows up
 minutes later as thousands of failed model calls or a traceback from the recorder actor.
 Each distinct (base_url, served model) of a grid is checked once, over HTTP (aiohttp) with
-a short timeout: the models list must answer, and one 1-token chat completion (the run's own
-request body, sampling and extra_body included) must come back well formed. A model the list
-does not name is refused with what the list offers, unless that call answers (a hosted API
-may serve more than it lists). A 401 or 403 names the variable the key is read from.
+a short timeout: the models list must name the served model, and one 1-token chat completion
+(the run's own request body, sampling and extra_body included) must come back well formed.
+A 401 or 403 names the variable the key is read from (never the key).
 `preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
 `cooper.resolver_model`) is checked the same way, whatever the agents' backend. Last, a task's
 own prerequisites on this machine (`prepare_runs`, e.g. CooperBench builds or checks its test
@@ -231,24 +230,18 @@ async def _probe(settings: BackendSettings, base: str, completion: bool, timeout
         if not isinstance(data, list):
             raise PreflightError(f"GET /models: malformed reply (no `data` list): {str(listed)[:200]}")
         ids = [str(m.get("id")) for m in data if isinstance(m, dict)]
-        unlisted = (f"model {settings.request_model} not listed; the server serves {', '.join(ids) or 'no model'} "
-                    "(model.served_name, else model.name, is the id sent)")
-        entry = next((m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model), None)
-        if entry is None and not completion:
-            raise PreflightError(unlisted)
-        found["max_model_len"] = context = served_context(entry) if entry else None
+        if settings.request_model not in ids:  # refused even if a call would answer: a server that ignores the
+            # model field (llama.cpp's) would record another model's answers under this name
+            raise PreflightError(f"model {settings.request_model} not listed; the server serves "
+                                 f"{', '.join(ids) or 'no model'} (model.served_name, else model.name, is the id sent)")
+        entry = next(m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model)
+        found["max_model_len"] = context = served_context(entry)
         check_max_tokens(settings, context)
         if not completion:
             return
         body = request_body(settings.model_copy(update={"max_tokens": 1}), messages)
         async with session.post(f"{base}/chat/completions", json=body) as response:
-            try:
-                reply = await _json(response, "1-token completion")
-            except PreflightError as exc:
-                raise PreflightError(f"{unlisted}: {exc}" if entry is None else str(exc), exc.status) from None
-        if entry is None:  # a hosted API may serve more than it lists (an Azure deployment name): the call decides
-            log.warning("preflight %s: model %s is not in the models list (%s) but answered a call", base,
-                        settings.request_model, ", ".join(ids) or "empty")
+            reply = await _json(response, "1-token completion")
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not (isinstance(choices, list) and choices and isinstance(choices[0], dict) and "message" in choices[0]):
             raise PreflightError(f"1-token completion: malformed reply (no choices[0].message): {str(reply)[:200]}")
