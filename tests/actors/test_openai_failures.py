@@ -40,6 +40,8 @@ def make_script(expected):
     ]
 
     def script(request: dict) -> Reply:
+        if request.get("max_tokens") == 1:  # masgrid's probe after the failed calls (platform/engine_alive.py)
+            return Reply("ok")
         agent, turn = agent_and_turn(request)
         if agent == 0:
             return plan0[min(turn, len(plan0) - 1)]
@@ -63,7 +65,7 @@ def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_cl
                    "http_client": http_client},
             results_dir=str(tmp_path), execution={"executor": executor}, validity={"max_model_error_rate": 0.5}))
         summary = run_one(cfg)
-        statuses = [r for r in server.requests]
+        statuses = [r for r in server.requests if r.get("max_tokens") != 1]  # the agents' requests
     assert summary.status == "degraded", summary.error  # 2 failed calls, under the 0.5 limit set above
     assert summary.success is True  # agent 0 finally submits the right block
 

@@ -37,7 +37,7 @@ def test_a_healthy_endpoint_is_checked_once_per_grid(tmp_path):
 
 
 @pytest.mark.parametrize(("reply", "models", "expected"), [
-    (Reply(text="ok"), ["qwen", "llama"], "model not listed; the server serves qwen, llama"),
+    (Reply(text="ok"), ["qwen", "llama"], "model test not listed; the server serves qwen, llama"),
     (Reply(status=401, body={"error": {"message": "invalid API key"}}), ["test"],
      "1-token completion: HTTP 401: invalid API key"),
     (Reply(status=503, body="upstream overloaded"), ["test"], "1-token completion: HTTP 503: upstream overloaded"),

@@ -3,7 +3,9 @@
 `script(request) -> Reply` decides each answer: text (with usage), tool calls (OpenAI
 `message.tool_calls`, built with `tool_call`), an HTTP error status, or a hang longer than
 the client's timeout. GET /v1/models lists the served names given
-(`models`), as vLLM does. Used to test how masgrid survives bad models.
+(`models`), as vLLM does. With `api_key`, every request without that bearer key is refused
+with 401, as a hosted API does; `models_reply`, when set, answers GET /v1/models instead of
+the list (an outage, say). Used to test how masgrid survives bad models and providers.
 """
 
 from __future__ import annotations
@@ -44,9 +46,13 @@ def words(text: str) -> int:
 
 
 class ChatServer:
-    def __init__(self, script: Callable[[dict], Reply], models: Sequence[str] = ("test",)) -> None:
+    def __init__(self, script: Callable[[dict], Reply], models: Sequence[str] = ("test",),
+                 api_key: str | None = None) -> None:
         self.script = script
         self.models = list(models)  # served names that GET /v1/models lists
+        self.api_key = api_key
+        self.models_reply: Reply | None = None
+        self.refused_keys = 0  # requests refused for their key (401)
         self.requests: list[dict] = []
         self.gets: list[str] = []  # paths of GET requests
         self.lock = threading.Lock()
@@ -59,7 +65,11 @@ class ChatServer:
             def do_GET(self):
                 with server.lock:
                     server.gets.append(self.path)
-                if self.path.rstrip("/").endswith("/models"):
+                if self._refused():
+                    return
+                if self.path.rstrip("/").endswith("/models") and server.models_reply is not None:
+                    self._send(server.models_reply.status, server.models_reply.body or {})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "test"}
                                                                 for name in server.models]})
                 else:
@@ -68,6 +78,8 @@ class ChatServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self._refused():
+                    return
                 with server.lock:
                     server.requests.append(body)
                 reply = server.script(body)
@@ -95,6 +107,16 @@ class ChatServer:
                     payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": out,
                                         "total_tokens": prompt + out}
                 self._send(200, payload, trickle_s=reply.trickle_s)
+
+            def _refused(self) -> bool:
+                """A hosted API's answer to a missing or wrong key (OpenAI's shape)."""
+                if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return False
+                with server.lock:
+                    server.refused_keys += 1
+                self._send(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                           "code": "invalid_api_key"}})
+                return True
 
             def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None,
                       trickle_s: float = 0.0) -> None:

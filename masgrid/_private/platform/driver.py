@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from masgrid._private.actors import heap
 from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
 from masgrid._private.actors.backends import Completion
+from masgrid._private.actors.backends.base import FILTERED
 from masgrid._private.actors.environment import EnvironmentHost, OutcomeRecord
 from masgrid._private.envs.channel import make_channel
 from masgrid._private.envs.protocols.base import STACKED_VERB
@@ -109,6 +110,8 @@ class RunLog:
     stats: list[AgentStats] = field(default_factory=list)
     error_classes: Counter = field(default_factory=Counter)
     usage_estimated: int = 0
+    #: successful calls the provider's content filter cut short (finish_reason content_filter)
+    filtered_replies: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     seq: int = 0
     chunk: int = 0
@@ -246,7 +249,8 @@ class RunLog:
                     http_status=c.http_status, tokens_in=c.tokens_in, tokens_out=c.tokens_out, tokens_comm=0,
                     tokens_cached=c.tokens_cached, usage_source=c.usage_source, latency_s=c.latency_s,
                     attempts=c.attempts, queue_s=c.queue_s, call_started=_when(c.started_at), messages_sent=0,
-                    tool_calls=_history_calls(c, self.max_recorded_chars), from_cache=c.from_cache, **extra)
+                    finish_reason=c.finish_reason, tool_calls=_history_calls(c, self.max_recorded_chars),
+                    from_cache=c.from_cache, **extra)
 
     def _count_call(self, st: AgentStats, c: Completion, agent: int) -> None:
         st.model_calls += 1
@@ -267,6 +271,8 @@ class RunLog:
                 self.member_errors.setdefault(self.members[agent], Counter())[c.error_class or "backend_error"] += 1
         elif c.usage_source in ("estimate", "invalid"):
             self.usage_estimated += 1
+        if c.error is None and c.finish_reason == FILTERED:
+            self.filtered_replies += 1
 
     def record_step(self, phase: int, step: int, agent: int, started: float | None, c: Completion | None,
                     before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
@@ -605,6 +611,7 @@ class RunDriver:
             "queue_s": sum(s.queue_s for s in stats),
             "agents_stopped": sum(s.stopped is not None for s in stats),
             "context_overflows": log.error_classes.get("context_length", 0),
+            "content_filtered": log.error_classes.get("content_filter", 0) + log.filtered_replies,
             **cache_metrics(stats),
             "calls_usage_estimated": log.usage_estimated,
             "command_errors": sum(s.command_errors for s in stats),
@@ -793,10 +800,10 @@ def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
     watched = watched_endpoints(cfg)
     if not cfg.preflight or not watched or not LOST_CLASSES & set(error_classes):
         return
-    from masgrid._private.platform.engine_alive import endpoint_problem
+    from masgrid._private.platform.engine_alive import SERVER_FAILED, probe
 
     for settings in watched:
-        problem = endpoint_problem(settings)
+        problem = probe(settings, SERVER_FAILED in error_classes)
         if problem is not None:
             raise lost(settings, problem, sum(error_classes.values()))
 

@@ -2,7 +2,13 @@
 a model whose calls failed. A run probes its endpoint as soon as a call fails as if the
 endpoint went away (`EngineWatch`, at most every `CHECK_EVERY_S`), and once more at its end
 (platform/driver.py, check_engine_kept); a sweep stops starting runs against an endpoint a
-run found gone (platform/launch.py)."""
+run found gone (platform/launch.py).
+
+A hosted provider's outage often leaves its models list answering while every chat call
+fails with 5xx: after calls failed so (`http_5xx`), the probe also sends one 1-token call,
+and a 5xx or a refused connection there is an outage too. A 4xx or a slow answer is not
+(the endpoint answered, or is busy). The probes send the run's API key: a provider's
+models list refuses a request without one."""
 
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ CHECK_EVERY_S = 5.0
 #: probe (GET /models, or the Serve app's state) decides (backends/errors.py has the classes)
 LOST_CLASSES = frozenset({"connection_refused", "connection_error", "unreachable", "timeout", "backend_error",
                           "http_5xx"})
+#: the class of calls the server answered with its own failure: the probe then makes a call too
+SERVER_FAILED = "http_5xx"
 
 
 class EngineLost(RuntimeError):
@@ -43,13 +51,9 @@ def lost(settings: BackendSettings, problem: str, failed_calls: int) -> EngineLo
 
 def endpoint_name(settings: BackendSettings) -> str:
     """The endpoint as runs share it: its base URL, Serve's OpenAI route, or `Serve app <name>`."""
-    if settings.base_url:
-        return settings.base_url.rstrip("/")
-    from masgrid._private.actors.serving.deploy import http_base_url
     from masgrid._private.actors.serving.spec import parse_serving
 
-    spec = parse_serving(settings.serving)
-    return http_base_url(settings, spec).rstrip("/") if spec.route == "http" else f"Serve app {spec.app}"
+    return http_base(settings) or f"Serve app {parse_serving(settings.serving).app}"
 
 
 class EngineWatch:
@@ -69,29 +73,47 @@ class EngineWatch:
         self.last_probe = -float("inf")
 
     async def check(self, error_classes: Iterable[str | None]) -> None:
-        lost_now = sum(1 for cls in error_classes if cls in LOST_CLASSES)
+        classes = list(error_classes)
+        lost_now = sum(1 for cls in classes if cls in LOST_CLASSES)
         self.failed += lost_now
         if not self.enabled or not lost_now or time.monotonic() - self.last_probe < self.every_s:
             return
         self.last_probe = time.monotonic()
-        problems = await asyncio.gather(*(asyncio.to_thread(endpoint_problem, s) for s in self.endpoints))
+        server_failed = SERVER_FAILED in classes
+        problems = await asyncio.gather(*(asyncio.to_thread(probe, s, server_failed) for s in self.endpoints))
         for settings, problem in zip(self.endpoints, problems):
             if problem is not None:
                 log.info("model endpoint %s lost: %s", endpoint_name(settings), problem)
                 raise lost(settings, problem, self.failed)
 
 
-def endpoint_problem(settings: BackendSettings) -> str | None:
-    """None when the endpoint lists its model now, else what is wrong, in a few words.
-    HTTP endpoints answer GET /models; a Serve app reached by handle must be RUNNING."""
+def probe(settings: BackendSettings, server_failed: bool) -> str | None:
+    """What is wrong with the endpoint now (None: nothing found): its models list, and, once
+    calls failed with the server's own 5xx, one call as well."""
+    return endpoint_problem(settings) or (chat_problem(settings) if server_failed else None)
+
+
+def http_base(settings: BackendSettings) -> str | None:
+    """The OpenAI-style base URL the agents call; None for a Serve app reached by handle."""
     if settings.base_url:
-        return _http_problem(settings.base_url)
+        return settings.base_url.rstrip("/")
     from masgrid._private.actors.serving.deploy import http_base_url
     from masgrid._private.actors.serving.spec import parse_serving
 
     spec = parse_serving(settings.serving)
-    if spec.route == "http":
-        return _http_problem(http_base_url(settings, spec))
+    return http_base_url(settings, spec).rstrip("/") if spec.route == "http" else None
+
+
+def endpoint_problem(settings: BackendSettings) -> str | None:
+    """None when the endpoint lists its model now, else what is wrong, in a few words.
+    HTTP endpoints answer GET /models; a Serve app reached by handle must be RUNNING."""
+    from masgrid._private.actors.backends.openai_chat import api_key
+    from masgrid._private.actors.serving.spec import parse_serving
+
+    base = http_base(settings)
+    if base is not None:
+        return _http_problem(base, api_key(settings))
+    spec = parse_serving(settings.serving)
     try:
         from ray import serve
 
@@ -102,9 +124,12 @@ def endpoint_problem(settings: BackendSettings) -> str | None:
     return None if state == "RUNNING" else f"Serve app {spec.app} is {state}"
 
 
-def listed_models(base_url: str) -> list[dict]:
-    """GET <base_url>/models: the listed model entries (OSError, ValueError when it fails)."""
-    with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=PROBE_TIMEOUT_S) as response:
+def listed_models(base_url: str, key: str | None = None) -> list[dict]:
+    """GET <base_url>/models, with the API key when given: the listed model entries (OSError,
+    ValueError when it fails)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers=headers)
+    with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:
         data = json.loads(response.read())
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -112,9 +137,41 @@ def listed_models(base_url: str) -> list[dict]:
     return [m for m in entries if isinstance(m, dict)]
 
 
-def _http_problem(base_url: str) -> str | None:
+def _http_problem(base_url: str, key: str) -> str | None:
     try:
-        listed_models(base_url)
+        listed_models(base_url, key)
     except (OSError, ValueError) as exc:
         return f"GET {base_url.rstrip('/')}/models: {type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def chat_problem(settings: BackendSettings) -> str | None:
+    """One 1-token call with the run's request settings: None when the server answers it, or
+    answers with a 4xx (its answer to this request), or is too slow to tell (a busy engine
+    queues the probe too), or drops the connection mid-answer; else the 5xx, or why no
+    connection could be made, in a few words."""
+    import urllib.error
+
+    from masgrid._private.actors.backends.errors import server_message
+    from masgrid._private.actors.backends.openai_chat import api_key, request_body
+    from masgrid._private.platform.preflight import PING
+
+    base = http_base(settings)
+    if base is None:
+        return None
+    where = f"POST {base}/chat/completions"
+    body = json.dumps(request_body(settings.model_copy(update={"max_tokens": 1}), PING)).encode()
+    request = urllib.request.Request(f"{base}/chat/completions", data=body, method="POST", headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {api_key(settings)}"})
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:
+            response.read()
+    except urllib.error.HTTPError as exc:
+        return f"{where}: HTTP {exc.code}: {server_message(exc.read())}"[:200] if exc.code >= 500 else None
+    except urllib.error.URLError as exc:  # before the request was sent: refused, or no route
+        reason = exc.reason
+        return f"{where}: {reason}"[:200] if isinstance(reason, OSError) and not isinstance(reason, TimeoutError) \
+            else None
+    except OSError:  # a timeout, or a connection dropped mid-answer: not proof of an outage
+        return None
     return None

@@ -5,6 +5,7 @@ minutes later as thousands of failed model calls or a traceback from the recorde
 Each distinct (base_url, served model) of a grid is checked once, over HTTP (aiohttp) with
 a short timeout: the models list must name the served model, and one 1-token chat completion
 (the run's own request body, sampling and extra_body included) must come back well formed.
+A 401 or 403 names the variable the key is read from (never the key).
 `preflight=false` skips the endpoint checks. A scorer's own model (CooperBench's
 `cooper.resolver_model`) is checked the same way, whatever the agents' backend. Last, a task's
 own prerequisites on this machine (`prepare_runs`, e.g. CooperBench builds or checks its test
@@ -47,7 +48,12 @@ log = logging.getLogger(__name__)
 
 
 class PreflightError(ValueError):
-    """A check failed; the message is one line naming what and where."""
+    """A check failed; the message is one line naming what and where. `status`: the HTTP
+    status the endpoint refused with, when it did."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def check_results_dir(results_dir: str) -> None:
@@ -212,7 +218,8 @@ def check_endpoint(settings: BackendSettings, completion: bool = True,
     try:
         asyncio.run(_probe(settings, base, completion, timeout, messages or PING, found))
     except PreflightError as exc:
-        raise PreflightError(f"{where}: {exc}") from None
+        note = key_note(settings) if exc.status in (401, 403) else ""
+        raise PreflightError(f"{where}: {exc}{note}", exc.status) from None
     except aiohttp.ClientConnectorError as exc:
         refused = isinstance(exc.os_error, ConnectionRefusedError)
         reason = "connection refused" if refused else _reason(exc)
@@ -238,9 +245,10 @@ async def _probe(settings: BackendSettings, base: str, completion: bool, timeout
         if not isinstance(data, list):
             raise PreflightError(f"GET /models: malformed reply (no `data` list): {str(listed)[:200]}")
         ids = [str(m.get("id")) for m in data if isinstance(m, dict)]
-        if settings.request_model not in ids:
-            raise PreflightError(f"model not listed; the server serves {', '.join(ids) or 'no model'} "
-                                 "(model.served_name names the model in requests)")
+        if settings.request_model not in ids:  # refused even if a call would answer: a server that ignores the
+            # model field (llama.cpp's) would record another model's answers under this name
+            raise PreflightError(f"model {settings.request_model} not listed; the server serves "
+                                 f"{', '.join(ids) or 'no model'} (model.served_name, else model.name, is the id sent)")
         entry = next(m for m in data if isinstance(m, dict) and str(m.get("id")) == settings.request_model)
         found["max_model_len"] = context = served_context(entry)
         check_max_tokens(settings, context)
@@ -308,8 +316,18 @@ async def _json(response: Any, what: str) -> Any:
         if response.status == 200:
             raise PreflightError(f"{what}: malformed reply (not JSON): {text[:200]!r}") from None
     if response.status != 200:
-        raise PreflightError(f"{what}: HTTP {response.status}: {_server_message(data, text)}")
+        raise PreflightError(f"{what}: HTTP {response.status}: {_server_message(data, text)}", response.status)
     return data
+
+
+def key_note(settings: BackendSettings) -> str:
+    """Where the refused key came from, without the key: the variable and whether it is set
+    (unset or empty sends the placeholder key local servers accept)."""
+    import os
+
+    value = os.environ.get(settings.api_key_env)
+    state = "is not set" if value is None else "is empty" if not value.strip() else "is set, and its key was refused"
+    return f"; the key is read from ${settings.api_key_env} (model.api_key_env), which {state} here"
 
 
 def _server_message(data: Any, text: str) -> str:

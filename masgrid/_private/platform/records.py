@@ -109,6 +109,9 @@ CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
     "context_overflows": (pa.int64(), "model calls refused because the prompt (or prompt + max_tokens) did not fit "
                           "the model's context (error class context_length): each stops its agent, as the model's "
                           "own limit; they count towards no failure rate (docs/results.md, Run status)"),
+    "content_filtered": (pa.int64(), "model calls the provider's content filter refused (error class content_filter) "
+                         "or cut short (an answer with finish_reason content_filter, its text empty or partial): "
+                         "the deployed model's answers, counted towards no failure rate (docs/results.md, Run status)"),
     "tokens_cached": (pa.int64(), "prompt tokens the server answered from its prefix cache (usage.prompt_tokens_"
                       "details.cached_tokens), summed over the calls that reported it; null when none did"),
     "cache_hit_rate": (pa.float64(), "tokens_cached / tokens_in: share of prompt tokens served from the prefix "
@@ -316,6 +319,9 @@ EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
     "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
     "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),
     "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
+    "finish_reason": (pa.string(), "label", "model_call: why the model stopped, as the server said (stop, length, "
+                                           "tool_calls; content_filter: the provider's filter cut the reply short); "
+                                           "null: a failed call, or the server said nothing"),
     "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
     "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
     "tokens_cached": (pa.int64(), "tokens", "model_call: prompt tokens the server took from its prefix cache "

@@ -31,7 +31,9 @@ def judge(model_calls: int, error_classes: Counter[str], settings: ValiditySetti
     """(status, error line) for a completed run. A call refused because the agent's history
     outgrew the model's context (`context_length`) is the model's limit, not a platform
     failure: the agent stopped there, the run measured the model as it is, and it counts
-    towards no failure rate (its count stays in model_error_classes and context_overflows)."""
+    towards no failure rate (its count stays in model_error_classes and context_overflows).
+    So is a prompt a provider's content filter refused (`content_filter`, counted in
+    content_filtered): that is the deployed model's answer (AGENT_LIMIT_CLASSES)."""
     errors = sum(n for cls, n in error_classes.items() if cls not in AGENT_LIMIT_CLASSES)
     if not errors:
         return "ok", None

@@ -26,6 +26,7 @@ UNITS = {
     "messages_sent": "messages", "model_calls": "calls", "model_errors": "calls", "command_errors": "commands",
     "stacked_blocks": "blocks", "startup_s": "seconds", "queue_s": "seconds", "model_error_rate": "fraction in [0, 1]",
     "agents_stopped": "agents", "calls_usage_estimated": "calls", "context_overflows": "calls",
+    "content_filtered": "calls",
     "tokens_cached": "tokens", "cache_hit_rate": "fraction in [0, 1]", "calls_cache_reported": "calls",
     "calls_from_cache": "calls", "tokens_in_from_cache": "tokens", "tokens_out_from_cache": "tokens",
     "team_by_model": "JSON", "team_strong_degree": "edges (mean node degree)",

@@ -18,6 +18,9 @@ from masgrid._private.envs.tool_calls import ToolCall, has_blocks, with_calls
 #: an OpenAI chat message: {"role", "content"}; an assistant turn may carry `tool_calls`
 #: (OpenAI format), a `tool` message answers one call through its `tool_call_id`
 Message = dict[str, Any]
+#: the finish_reason of a reply the provider's content filter cut short (OpenAI, Azure OpenAI):
+#: the model's answer as deployed, its text empty or partial
+FILTERED = "content_filter"
 
 
 class Completion(BaseModel):

@@ -11,6 +11,7 @@ Every backend (openai client, direct aiohttp, Serve handle) reports a failed cal
 | `timeout` | an attempt outlived `model.timeout_s` |
 | `http_429` | rate limited |
 | `context_length` | the prompt (or prompt + `max_tokens`) does not fit the model's context: HTTP 400 with vLLM's own words, bare or wrapped by Ray Serve LLM; final, the agent stops |
+| `content_filter` | the provider's content filter refused the prompt: HTTP 400 whose error code says so (OpenAI `content_policy_violation`, Azure OpenAI `content_filter` or an `innererror` `ResponsibleAIPolicyViolation`) or whose message names a content policy or filter; not retried (the same prompt is refused again) and not final (the agent's next prompt may pass) |
 | `http_4xx` | the server refused the request otherwise (e.g. model not found) |
 | `http_5xx` | the server failed |
 | `malformed_response` | HTTP 200 but not a usable chat completion (bad JSON, no choices, null content) |
@@ -33,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 ErrorClass = Literal["connection_refused", "unreachable", "connection_error", "timeout", "http_429",
-                     "context_length", "http_4xx", "http_5xx", "malformed_response", "backend_error"]
+                     "context_length", "content_filter", "http_4xx", "http_5xx", "malformed_response", "backend_error"]
 ERROR_CLASSES: tuple[str, ...] = ErrorClass.__args__  # type: ignore[attr-defined]
 
 #: 4xx statuses that a client retries (request timeout, conflict, rate limit): not final
@@ -46,9 +47,16 @@ CONTEXT_PATTERNS = re.compile(
     r"maximum context length|cannot be greater than max_model_len|longer than the maximum model length"
     r"|exceeds the model'?s? (maximum )?context|context length exceeded|context_length_exceeded",
     re.IGNORECASE)
+#: error codes providers give a prompt their content filter refused (OpenAI, Azure OpenAI and its
+#: innererror): what the filter did is the deployed model's behaviour, like any answer
+FILTER_CODES = frozenset({"content_policy_violation", "content_filter", "responsibleaipolicyviolation"})
+#: the same refusal in words, for providers that send no code ("violates our content policy",
+#: "content management policy", "blocked by the content filter")
+FILTER_PATTERNS = re.compile(r"content (management )?polic(y|ies)|content[ -]filter(s|ed|ing)?\b", re.IGNORECASE)
 #: error classes that say what the model can do, not that the platform failed: an agent whose
-#: history outgrew the context stops, as it would with that model anywhere (platform/run_outcome.py)
-AGENT_LIMIT_CLASSES = frozenset({"context_length"})
+#: history outgrew the context stops, as it would with that model anywhere; a prompt the
+#: provider's filter refused is that deployment's answer (platform/run_outcome.py)
+AGENT_LIMIT_CLASSES = frozenset({"context_length", "content_filter"})
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
 MESSAGE_CHARS = 300
 
@@ -78,6 +86,8 @@ def http_failure(status: int, body: Any) -> CallFailure:
     message = server_message(body)
     if status == 400 and CONTEXT_PATTERNS.search(message):
         cls = "context_length"
+    elif status == 400 and (FILTER_CODES & error_codes(body) or FILTER_PATTERNS.search(message)):
+        cls = "content_filter"
     return CallFailure(error_class=cls, message=f"http {status}: {message}", http_status=status)
 
 
@@ -97,13 +107,7 @@ def error_reply(data: Any) -> CallFailure | None:
 
 def server_message(body: Any) -> str:
     """The human-readable part of an error body: {"error": {"message"}}, {"message"}, {"detail"}, or the text."""
-    if isinstance(body, (bytes, bytearray)):
-        body = body.decode(errors="replace")
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return _short(body)
+    body = _parsed(body)
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
@@ -115,6 +119,29 @@ def server_message(body: Any) -> str:
         if body.get("detail"):
             return _short(str(body["detail"]))
     return _short(json.dumps(body) if not isinstance(body, str) else body)
+
+
+def error_codes(body: Any) -> set[str]:
+    """The error's `code` and its `innererror.code` (Azure), lower-cased; empty when the body has none."""
+    body = _parsed(body)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return set()
+    inner = error.get("innererror")
+    codes = [error.get("code"), inner.get("code") if isinstance(inner, dict) else None]
+    return {c.lower() for c in codes if isinstance(c, str)}
+
+
+def _parsed(body: Any) -> Any:
+    """An error body as JSON when it is JSON, else as text."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode(errors="replace")
+    if isinstance(body, str):
+        try:
+            return json.loads(body)
+        except ValueError:
+            return body
+    return body
 
 
 def malformed(detail: str) -> CallFailure:

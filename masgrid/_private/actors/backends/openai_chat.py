@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
+from masgrid._private.actors.backends.base import FILTERED, BackendSettings, ChatBackend, Completion, Message
 from masgrid._private.actors.backends.clients import ClientCache
 from masgrid._private.actors.backends.constrained_tools import constrain
 from masgrid._private.actors.backends.endpoint_limit import Gate, gate_for
@@ -77,7 +77,9 @@ class ChatReply(BaseModel):
 def completion_from_reply(data: Any, messages: list[Message], count: TokenCounter, latency_s: float,
                           attempts: int, tools: list[dict[str, Any]] | None = None) -> Completion:
     """A response body as a Completion; a body that is not a chat completion is a recorded error.
-    A reply calling tools may have null content (its text is then "")."""
+    A reply calling tools may have null content (its text is then ""), and so may one the
+    provider's content filter stopped (finish_reason `content_filter`): that is the model's
+    answer as deployed, kept with its finish_reason, never a platform failure."""
     try:
         reply = ChatReply.model_validate(data)
     except ValidationError as exc:
@@ -94,7 +96,7 @@ def completion_from_reply(data: Any, messages: list[Message], count: TokenCounte
         calls = read_tool_calls(raw_calls, tool_names(tools), turn_of(messages) if raw_calls else 0)
     except MalformedToolCalls as exc:
         return failed_call(malformed(str(exc)), latency_s, attempts)
-    if choice.message.content is None and not calls:
+    if choice.message.content is None and not calls and choice.finish_reason != FILTERED:
         return failed_call(malformed(f"choices.0.message.content is null (finish_reason "
                                      f"{choice.finish_reason})"), latency_s, attempts)
     text = clean_text(choice.message.content or "")  # lone surrogates would poison the next request
