@@ -83,3 +83,24 @@ def serve_port(ray_session):
     port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return port
+
+
+@pytest.fixture
+def without_vllm(monkeypatch):
+    """This process as a machine without vLLM: `find_spec("vllm")` finds nothing and
+    `import vllm` fails, as on a CPU node where only masgrid is installed. The suite's own
+    environment has the CPU engine, so the no-vLLM paths are checked this way."""
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None):
+        if name == "vllm" or name.startswith("vllm."):
+            return None
+        return real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "vllm", None)  # `import vllm` raises ImportError

@@ -51,5 +51,7 @@ def test_cli_rejects_bad_config_before_ray_starts():
 
 
 def test_cli_rejects_unknown_hydra_key(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         main(["run", "nonsense_key=1"])
+    assert exited.value.code not in (0, None)  # a refusal, not a run
+    assert "nonsense_key" in capsys.readouterr().err

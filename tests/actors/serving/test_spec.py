@@ -95,13 +95,7 @@ def test_weights_must_exist_locally(tmp_path) -> None:
         describe(settings, check_paths=True)
 
 
-def test_vllm_path_without_vllm_says_what_to_install() -> None:
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        pass
-    else:  # pragma: no cover - GPU machines
-        pytest.skip("vLLM is installed here")
+def test_vllm_path_without_vllm_says_what_to_install(without_vllm) -> None:
     with pytest.raises(ServingUnavailable) as info:
         serve_llm()
     message = str(info.value)
