@@ -34,11 +34,20 @@ def script(fail: set[tuple[int, int]]):
     """Each agent's turn-t reply names the agent and turn (the same request gets the same text);
     (agent, turn) pairs in `fail` get a 500."""
     def answer(request: dict) -> Reply:
+        if not from_an_agent(request):  # masgrid's own probe of the endpoint (after a 5xx): it answers
+            return Reply("ok")
         agent, turn = agent_and_turn(request)
         if (agent, turn) in fail:
             return Reply(status=500)
         return Reply(f"```\nreceive_messages\n```\nagent {agent} turn {turn} of {len(request['messages'])}")
     return answer
+
+
+def from_an_agent(request: dict) -> bool:
+    """An agent's call, not masgrid's probe of the endpoint (preflight, or the outage check
+    after a failed call: platform/engine_alive.py)."""
+    messages = request.get("messages") or [{}]
+    return "You are Agent-" in str(messages[0].get("content"))
 
 
 class Endpoint(ChatServer):
@@ -62,7 +71,7 @@ def execute(server: Endpoint, results: Path, cache_dir: Path | None, **over: obj
     before = len(server.requests)
     summary = run_one(config(server.base_url, results, cache_dir, **over))
     assert summary.status != "failed", summary.error  # one failed call of 12 makes it invalid: a resume re-runs it
-    requests = server.requests[before:]
+    requests = [r for r in server.requests[before:] if from_an_agent(r)]
     runs = read_table(results, "runs")
     events = read_table(results, "events")
     return runs.iloc[-1], events[events["kind"] == "model_call"].sort_values("seq"), requests

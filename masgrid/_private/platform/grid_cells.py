@@ -25,10 +25,13 @@ def flat(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def cell_labels(flats: Mapping[Any, dict[str, Any]]) -> dict[Any, str]:
-    """Each cell (its flattened config, seed removed) as the keys the grid varies, e.g. `agents=4 max_rounds=20`."""
+    """Each cell (its flattened config, seed removed) as the keys the grid varies, e.g. `agents=4 max_rounds=20`.
+    A key only some cells have (a setting one model preset has and another lacks) is named
+    where it is present."""
     varying = sorted({k for f in flats.values() for k, v in f.items()
                       if any(other.get(k) != v for other in flats.values())})
-    return {ident: " ".join(f"{k}={point[k]}" for k in varying) or "(the only cell)" for ident, point in flats.items()}
+    return {ident: " ".join(f"{k}={point[k]}" for k in varying if k in point) or "(the only cell)"
+            for ident, point in flats.items()}
 
 
 def labels(runs: Mapping[str, RunConfig]) -> dict[str, str]:
