@@ -93,3 +93,44 @@ def test_a_family_outside_masgrid_needs_only_the_public_modules():
                 imported.add(words[1])
     masgrid_modules = {name for name in imported if name.split(".")[0] == "masgrid"}
     assert masgrid_modules and masgrid_modules <= {"masgrid", "masgrid.task_api", "masgrid.family"}, masgrid_modules
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a Python file imports (absolute imports, at any depth: function-local too)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def cross_family_imports(families_dir: Path) -> list[str]:
+    """`path: module` for each import of one family's modules from another family's folder."""
+    names = {d.name for d in families_dir.iterdir() if d.is_dir() and (d / "__init__.py").exists()}
+    out = []
+    for name in sorted(names):
+        for path in sorted((families_dir / name).rglob("*.py")):
+            for module in sorted(imported_modules(path)):
+                parts = module.split(".")
+                if parts[:2] == ["masgrid", "families"] and len(parts) > 2 and parts[2] in names - {name}:
+                    out.append(f"{path.relative_to(families_dir)}: {module}")
+    return out
+
+
+def test_no_family_imports_another_family():
+    """What several families share (figures, intervals, information replay, a judge's model)
+    lives in masgrid.sdk, so no family depends on another's internals."""
+    assert cross_family_imports(PACKAGE / "families") == []
+
+
+def test_the_cross_family_check_catches_an_import(tmp_path):
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "beta" / "plots.py").write_text("def f():\n    from masgrid.families.alpha.figures import g\n")
+    (tmp_path / "alpha" / "own.py").write_text("from masgrid.families.alpha import figures\nimport masgrid.sdk\n")
+    assert cross_family_imports(tmp_path) == ["beta/plots.py: masgrid.families.alpha.figures"]

@@ -14,7 +14,8 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from PIL import Image
 
-from masgrid.families.masbench.figures import OKABE_ITO, figure2, figure2_figure
+from masgrid.families.masbench.figures import figure2, figure2_figure
+from masgrid.sdk.figures import OKABE_ITO
 from masgrid.families.masbench.table1_with_spread import table1_spread
 
 

@@ -24,6 +24,26 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, flo
     return min(float(low), rate), max(float(high), rate)
 
 
+def wilson_rate(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The rate with its Wilson interval, (rate, low, high); NaN x 3 for no runs."""
+    if n <= 0:
+        return math.nan, math.nan, math.nan
+    low, high = wilson(successes, n, confidence)
+    return successes / n, low, high
+
+
+def newcombe(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.95) -> tuple[float, float, float]:
+    """p1 - p2 and its Newcombe (hybrid Wilson score) interval (statsmodels); NaN x 3 if either
+    n is 0."""
+    if n1 <= 0 or n2 <= 0:
+        return math.nan, math.nan, math.nan
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    low, high = confint_proportions_2indep(int(k1), int(n1), int(k2), int(n2), method="newcomb", compare="diff",
+                                           alpha=1 - confidence)
+    return k1 / n1 - k2 / n2, float(low), float(high)
+
+
 def mean_sd_n(runs: pd.DataFrame, keys: list[str], column: str, scale: float = 1.0,
               dropna_keys: bool = True) -> pd.DataFrame:
     """Indexed by `keys`: mean, sd (ddof = 1) and n of `column` times `scale` over runs."""

@@ -206,7 +206,7 @@ def figure_task_contributions(runs: pd.DataFrame, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from masgrid.families.masbench.figures import save_figure
+    from masgrid.sdk.figures import save_figure
 
     cells = cell_stats(runs)
     per = propagate(cells, ["model", "agents", "problem"])
@@ -249,7 +249,7 @@ def figure_scaling(runs: pd.DataFrame, path: str | Path, title: str = "") -> Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from masgrid.families.masbench.figures import save_figure
+    from masgrid.sdk.figures import save_figure
 
     long = pooled(runs, ["problem", "agents"])
     fig, ax = plt.subplots(figsize=(5.5, 3.6))

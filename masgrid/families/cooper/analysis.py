@@ -20,33 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.intervals import newcombe, wilson_rate
 
 SETTINGS = ("solo", "coop", "nocomm")
 #: the merge stages in the order the evaluator tries them (appendix H); `failed`: no stage merged
 MERGE_STAGES = ("naive", "union", "llm")
 TASK_KEYS = ["cooper_pool", "cooper_task_id", "cooper_features"]
 RATE_COLUMNS = ["n", "k", "rate", "ci_low", "ci_high"]
-
-
-def wilson(k: int, n: int) -> tuple[float, float, float]:
-    """Rate and 95% Wilson interval of k successes in n trials; NaN x 3 when n = 0. The bounds
-    are clamped to contain the rate (at k = n statsmodels' upper bound can round to 1 - 1e-16)."""
-    if n <= 0:
-        return float("nan"), float("nan"), float("nan")
-    low, high = proportion_confint(int(k), int(n), alpha=0.05, method="wilson")
-    rate = k / n
-    return rate, min(float(low), rate), max(float(high), rate)
-
-
-def newcombe(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float, float]:
-    """p1 - p2 and its 95% Newcombe (hybrid Wilson score) interval; NaN x 3 if either n is 0."""
-    if n1 <= 0 or n2 <= 0:
-        return float("nan"), float("nan"), float("nan")
-    low, high = confint_proportions_2indep(int(k1), int(n1), int(k2), int(n2), method="newcomb", compare="diff")
-    return k1 / n1 - k2 / n2, float(low), float(high)
 
 
 def cooper_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -78,7 +60,7 @@ def _scored(frame: pd.DataFrame) -> pd.Series:
 def rate_row(frame: pd.DataFrame, column: str = "success") -> dict[str, float | int]:
     """n, k, rate and Wilson interval of a boolean column over the rows where it is not null."""
     values = frame[column].dropna().astype(bool)
-    rate, low, high = wilson(int(values.sum()), len(values))
+    rate, low, high = wilson_rate(int(values.sum()), len(values))
     return {"n": len(values), "k": int(values.sum()), "rate": rate, "ci_low": low, "ci_high": high}
 
 
@@ -209,7 +191,7 @@ def conflict_rate(runs: pd.DataFrame, features: int | None = 2) -> pd.DataFrame:
             cell = df[(df["model"].astype(str) == model) & (df["cooper_setting"] == setting)]
             counts = pd.to_numeric(cell["conflicts_naive"], errors="coerce")
             has = counts.dropna() > 0
-            rate, low, high = wilson(int(has.sum()), len(has))
+            rate, low, high = wilson_rate(int(has.sum()), len(has))
             unmerged = int(counts.isna().sum())
             flags = [f"no {setting} runs with a naive merge"] if not len(has) else []
             flags += [f"{unmerged} runs without a naive merge result"] if unmerged else []

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid.families.cooper.analysis import cooper_runs, wilson
+from masgrid.families.cooper.analysis import cooper_runs
+from masgrid.sdk.intervals import wilson_rate
 from masgrid.families.cooper.comm_judge import GROUPS
 
 DIR = "cooper_judgments"
@@ -45,7 +46,7 @@ def judged_rates(runs: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
         for group in (*GROUPS, "any"):
             hits = ok["category"].notna() if group == "any" else ok["group"] == group
             k, n = int(hits.sum()), len(ok)
-            rate, low, high = wilson(k, n)
+            rate, low, high = wilson_rate(k, n)
             rows.append({"judge_model": judge, "prompt_version": prompt, "model": model, "group": group, "n": n,
                          "detected": k, "rate": rate, "ci_low": low, "ci_high": high, **left})
     return pd.DataFrame(rows, columns=COLUMNS)

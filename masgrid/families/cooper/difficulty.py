@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from masgrid.families.cooper.analysis import TASK_KEYS, cooper_runs, newcombe, wilson
+from masgrid.families.cooper.analysis import TASK_KEYS, cooper_runs
+from masgrid.sdk.intervals import newcombe, wilson_rate
 
 BUCKETS = 10
 MIDPOINTS = (np.arange(BUCKETS) + 0.5) / BUCKETS
@@ -94,7 +95,7 @@ def curves(runs: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFram
         for b in range(BUCKETS):
             n = int(by.loc[b, "n"]) if b in by.index else 0
             k = int(by.loc[b, "k"]) if b in by.index else 0
-            rate, low, high = wilson(k, n)
+            rate, low, high = wilson_rate(k, n)
             rows.append({"model": str(model), "setting": setting, "bucket": b, "midpoint": MIDPOINTS[b],
                          "n": n, "k": k, "rate": rate, "ci_low": low, "ci_high": high,
                          "flag": "" if n else "no runs in this bucket"})

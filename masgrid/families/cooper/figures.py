@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from masgrid.families.cooper.messages import LABELS
-from masgrid.families.masbench.figures import save_figure
+from masgrid.sdk.figures import save_figure
 
 #: one colour per setting in every figure
 COLORS = {"solo": "C0", "coop": "C1", "nocomm": "C2"}

@@ -26,12 +26,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from masgrid._private.actors.backends.base import BackendSettings
-from masgrid._private.actors.backends.clients import ClientCache
-from masgrid._private.actors.backends.openai_chat import http_backend
 from masgrid.families.cooper import comm_judge as cj
-from masgrid._private.envs.tokens import get_counter
-from masgrid.families.simas.judge import judge_parser, judge_settings
+from masgrid.sdk.judging import BackendSettings, ClientCache, judge_backend, judge_parser, judge_settings
 from masgrid._private.platform.recorder import write_table_atomic
 
 OUT = "cooper_judgments"
@@ -84,7 +80,7 @@ async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: i
     events = loaded.events
     by_run = dict(tuple(events[events["run_id"].isin(runs["run_id"])].groupby("run_id"))) if not events.empty else {}
     clients = ClientCache()
-    backend = http_backend(settings, get_counter(), clients)
+    backend = judge_backend(settings, clients)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(run: dict[str, Any]) -> None:

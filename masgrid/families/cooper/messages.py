@@ -24,7 +24,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from masgrid.families.cooper.analysis import cooper_runs, wilson
+from masgrid.families.cooper.analysis import cooper_runs
+from masgrid.sdk.intervals import wilson_rate
 
 LABELS = ("update", "plan", "question", "ack", "other")
 RULES: dict[str, re.Pattern[str]] = {
@@ -202,7 +203,7 @@ def patterns(runs: pd.DataFrame, events: pd.DataFrame, features: int | None = 2)
                  ("first message not a plan", mine[~mine["first_plan"].astype(bool)])]
         for group, part in split:
             n = len(part)
-            rate, low, high = wilson(int(part["conflict"].sum()), n)
+            rate, low, high = wilson_rate(int(part["conflict"].sum()), n)
             plans, questions = int(part["plan"].sum()), int(part["question"].sum())
             rows.append({"model": model, "group": group, "runs": n, "plan": plans, "question": questions,
                          "plan_question_ratio": plans / questions if questions else np.nan,

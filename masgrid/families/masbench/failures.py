@@ -46,7 +46,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from masgrid.families.silo.failures import information_at_submission
+from masgrid.sdk.information import information_at_submission
 from masgrid._private.analysis.usable_runs import usable
 
 MODES = ("boundary_mismatch", "premature_submission", "stale_kv_read", "value_hallucination",

@@ -14,15 +14,8 @@ carries at least one):
 - No Submission (masgrid's addition, not a mode of the paper's Table 4): some agent never
   submitted a valid answer before R_max (its null answer is scored wrong, appendix C.2).
 
-Information sets follow the recorded transfers (event column `peers`). What an agent
-knows when it acts in round r is what its model had seen: the replies of rounds before r
-(the replies to its round-r commands reach it only at its next call). A message carries
-the sender's information set as of the start of the round in which it was *sent*, matched
-to its receipt per sender-receiver pair in order (A.2 guarantees that order); an SFS file
-carries its writer's set as of the start of the round of the write that the reader saw
-(replayed from the write/delete events). Transitive, so an agent told the result by a
-collector counts as informed by everyone the collector had heard from; `transitive=False`
-counts direct senders only. This is an upper bound on what the sender put in the message.
+Information sets are replayed from the recorded transfers (event column `peers`) by
+`masgrid.sdk.information` (what a message or a file carries, transitively or not).
 
 Also: the sender x receiver communication matrix (Figure 7) and its PNG, leader
 emergence (an agent receiving more than 1.5x the mean, Table 17), the co-occurrence
@@ -34,94 +27,22 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from collections import defaultdict, deque
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from masgrid.families.silo.common import level_of, silo_runs
+from masgrid.sdk.information import SEND_VERBS, information_at_submission, peers_of
 
 MODES = ("premature", "consensus", "computation", "unsubmitted")
 MODE_NAMES = {"premature": "Premature Submission", "consensus": "Consensus Failure",
               "computation": "Computation Error", "unsubmitted": "No Submission (not in the paper)"}
-SEND_VERBS = {"send_message", "broadcast_message"}
 RECEIVE_VERBS = {"receive_messages", "read_file"}
 LEADER_FACTOR = 1.5
 VERIFY = re.compile(r"\b(verif\w*|double[- ]?check\w*|cross[- ]?check\w*|confirm\w*|sanity[- ]check\w*)", re.I)
 STRATEGY = re.compile(r"\b(plan|plans|planning|strategy|strateg\w*|coordinat\w*|propose\w*|leader|aggregator|"
                       r"collector)\b", re.I)
-
-
-def _peers(value: Any) -> list[int]:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return []
-    return [int(v) for v in value]
-
-
-def _ordered(events: pd.DataFrame) -> pd.DataFrame:
-    return events.sort_values(["phase", "seq"]) if "phase" in events.columns else events.sort_values("seq")
-
-
-def information_at_submission(events: pd.DataFrame, n: int, transitive: bool = True) -> dict[int, set[int]]:
-    """Agent -> the agents whose information it had when it submitted (successful submits only)."""
-    return _Replay(n, transitive).run(events)
-
-
-class _Replay:
-    """Information sets over one run's command events (see the module docstring)."""
-
-    def __init__(self, n: int, transitive: bool) -> None:
-        self.transitive = transitive
-        self.know = [{i} for i in range(n)]
-        self.mail: dict[tuple[int, int], deque[set[int]]] = defaultdict(deque)  # (sender, receiver) -> carried sets
-        self.files: dict[str, tuple[int, set[int]]] = {}  # path -> (writer, carried set), as of the last round end
-        self.at_submit: dict[int, set[int]] = {}
-
-    def carried(self, sender: int, start: list[set[int]]) -> set[int]:
-        return set(start[sender]) if self.transitive else {sender}
-
-    def run(self, events: pd.DataFrame) -> dict[int, set[int]]:
-        commands = _ordered(events[events["kind"] == "command"])
-        for _, rows in commands.groupby(["phase", "round"], sort=True):
-            start = [set(k) for k in self.know]  # what each model had seen when it wrote this round's reply
-            writes: list[tuple[str, int, set[int] | None]] = []
-            for row in rows.itertuples(index=False):
-                if row.ok:
-                    self.apply(row, start, writes)
-            for path, writer, carried in writes:  # SFS: others see the round's writes from the next round
-                if carried is None:
-                    self.files.pop(path, None)
-                else:
-                    self.files[path] = (writer, carried)
-        return self.at_submit
-
-    def apply(self, row: Any, start: list[set[int]], writes: list) -> None:
-        agent, verb = int(row.agent), row.verb
-        if verb in SEND_VERBS:
-            for j in _peers(row.peers):
-                self.mail[(agent, j)].append(self.carried(agent, start))
-        elif verb == "receive_messages":
-            for j in _peers(row.peers):
-                queue = self.mail[(j, agent)]
-                self.know[agent] |= queue.popleft() if queue else self.carried(j, start)
-        elif verb == "read_file":
-            for j in _peers(row.peers):
-                writer, carried = self.files.get(_path(row), (None, set()))
-                self.know[agent] |= carried if writer == j else self.carried(j, start)
-        elif verb == "write_file":
-            writes.append((_path(row), agent, self.carried(agent, start)))
-        elif verb == "delete_file":
-            writes.append((_path(row), agent, None))
-        elif verb == "submit_result" and agent not in self.at_submit:
-            self.at_submit[agent] = set(start[agent])
-
-
-def _path(row: Any) -> str:
-    """The path argument of an SFS command event (`text` holds the command block)."""
-    text = getattr(row, "text", None)
-    first = text.split("\n", 1)[0].split() if isinstance(text, str) else []
-    return first[1] if len(first) > 1 else ""
 
 
 def comm_matrix(events: pd.DataFrame, n: int) -> np.ndarray:
@@ -130,10 +51,10 @@ def comm_matrix(events: pd.DataFrame, n: int) -> np.ndarray:
     cmds = events[(events["kind"] == "command") & (events["ok"] == True)]  # noqa: E712
     for row in cmds.itertuples(index=False):
         if row.verb in SEND_VERBS:
-            for r in _peers(row.peers):
+            for r in peers_of(row.peers):
                 m[int(row.agent), r] += 1
         elif row.verb == "read_file":
-            for s in _peers(row.peers):
+            for s in peers_of(row.peers):
                 m[s, int(row.agent)] += 1
     return m
 
@@ -275,7 +196,7 @@ def heatmap_png(events: pd.DataFrame, run_id: str, n: int, path: str | Path, tit
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from masgrid.families.masbench.figures import save_figure
+    from masgrid.sdk.figures import save_figure
 
     matrix = comm_matrix(events[events["run_id"] == run_id], n)
     fig, ax = plt.subplots(figsize=(4.5, 4))

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from masgrid.families.cooper.analysis import wilson
-from masgrid.families.masbench.figures import save_figure
+from masgrid.sdk.intervals import wilson_rate
+from masgrid.sdk.figures import save_figure
 from masgrid.families.simas.analysis import accuracy_table, judge_table
 
 
@@ -154,7 +154,7 @@ def judge_bars(judgments: pd.DataFrame, path: str | Path, note: str | None = Non
     counts = {"SIMAS": table["simas_wins"], "CoT": table["cot_wins"], "tie": table["ties"]}
     rates = pd.DataFrame({k: 100.0 * v / table["judged"].where(table["judged"] > 0) for k, v in counts.items()}
                          ).set_axis(labels)
-    bounds = {k: [wilson(int(c), int(n)) for c, n in zip(v, table["judged"])] for k, v in counts.items()}
+    bounds = {k: [wilson_rate(int(c), int(n)) for c, n in zip(v, table["judged"])] for k, v in counts.items()}
     # pandas wants asymmetric bars as (columns, 2, rows): distance below and above each bar
     err = np.array([[[100 * (r - lo) for r, lo, _ in bounds[k]], [100 * (hi - r) for r, _, hi in bounds[k]]]
                     for k in rates.columns])

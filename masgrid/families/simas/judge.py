@@ -14,49 +14,18 @@ file replaced. Pairs without a usable answer on either side are recorded as `ski
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion
-from masgrid._private.actors.backends.clients import ClientCache
-from masgrid._private.actors.backends.openai_chat import http_backend
+from masgrid.sdk.judging import (BackendSettings, ChatBackend, ClientCache, Completion, judge_backend, judge_parser,
+                                 judge_settings)
 from masgrid.families.simas import judging
 from masgrid.families.simas.datasets import Question
-from masgrid._private.envs.tokens import get_counter
 from masgrid.families.simas.judge_pairs import Pair, find_pairs, pair_id, question_of
 from masgrid.families.simas.judge_records import OrderResult, is_done, rows_for, write_part
-from masgrid._private.resources import conf_file
-
-def judge_settings(preset: str | None, overrides: list[str]) -> BackendSettings:
-    """The judge's endpoint: a conf/model preset, then `key=value` overrides (any BackendSettings field)."""
-    data: dict[str, Any] = {}
-    if preset:
-        try:
-            path = conf_file(f"model/{preset}.yaml")
-        except FileNotFoundError:
-            raise ValueError(f"judge: no model preset {preset!r} (no model/{preset}.yaml in conf/ "
-                             "or a family's conf/)") from None
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"judge: --set takes key=value, got {item!r}")
-        data[key.strip()] = yaml.safe_load(value)
-    try:
-        settings = BackendSettings(**data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"judge: model.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    if not settings.base_url:
-        raise ValueError("judge: the judge needs an OpenAI-compatible endpoint: --model PRESET or --set base_url=URL")
-    return settings
-
 
 async def judge_order(backend: ChatBackend, question: Question, order: str, simas: str, cot: str) -> OrderResult:
     """One order: a call, one retry on a malformed reply, then a recorded failure."""
@@ -98,7 +67,7 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
     out_dir = results_dir / "judgments"
     prompt, judge_model = judging.prompt_hash(), settings.request_model
     clients = ClientCache()
-    backend = http_backend(settings, get_counter(), clients)
+    backend = judge_backend(settings, clients)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(pair: Pair) -> None:
@@ -130,16 +99,6 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
         await backend.close()
         await clients.aclose()
     return summary
-
-
-def judge_parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """RESULTS_DIR and the judge model's options (`judge_settings`), shared by every judge command."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("results_dir", type=Path)
-    parser.add_argument("--model", default=None, help="judge model preset under conf/model (may differ from the agents')")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="judge model setting, e.g. base_url=http://127.0.0.1:8000/v1 served_name=... temperature=0")
-    return parser
 
 
 def judge_command(args: list[str]) -> int:

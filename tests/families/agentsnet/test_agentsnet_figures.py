@@ -10,7 +10,7 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from masgrid.families.agentsnet import analysis as an
-from masgrid.families.masbench import figures
+from masgrid.sdk import figures
 from tests.analysis.figure_capture import capture
 from tests.families.agentsnet.test_agentsnet_analysis import _runs
 

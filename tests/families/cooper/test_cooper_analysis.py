@@ -23,34 +23,6 @@ def wilson_closed_form(k: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def test_wilson_matches_the_closed_form_on_many_random_cases():
-    rng = np.random.default_rng(1)
-    for _ in range(2000):
-        n = int(rng.integers(1, 800))
-        k = int(rng.integers(0, n + 1))
-        rate, low, high = cooper.wilson(k, n)
-        ref_low, ref_high = wilson_closed_form(k, n)
-        assert rate == pytest.approx(k / n)
-        assert low == pytest.approx(ref_low, abs=1e-9) and high == pytest.approx(ref_high, abs=1e-9)
-        assert 0 <= low <= rate <= high <= 1
-    assert all(math.isnan(v) for v in cooper.wilson(0, 0))
-
-
-def test_newcombe_difference_interval_matches_its_definition():
-    rng = np.random.default_rng(2)
-    for _ in range(500):
-        n1, n2 = (int(v) for v in rng.integers(1, 300, size=2))
-        k1, k2 = int(rng.integers(0, n1 + 1)), int(rng.integers(0, n2 + 1))
-        p1, p2 = k1 / n1, k2 / n2
-        (l1, u1), (l2, u2) = wilson_closed_form(k1, n1), wilson_closed_form(k2, n2)
-        low = p1 - p2 - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-        high = p1 - p2 + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-        diff, got_low, got_high = cooper.newcombe(k1, n1, k2, n2)
-        assert diff == pytest.approx(p1 - p2)
-        assert got_low == pytest.approx(low, abs=1e-9) and got_high == pytest.approx(high, abs=1e-9)
-    assert all(math.isnan(v) for v in cooper.newcombe(1, 2, 0, 0))
-
-
 def _count(frame: pd.DataFrame, model: str, setting: str) -> tuple[int, int]:
     k = n = 0
     for row in frame.itertuples():

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from masgrid.families.cooper import figures as cooper_figures
-from masgrid.families.cooper.analysis import wilson
+from masgrid.sdk.intervals import wilson_rate as wilson
 from tests.analysis.figure_capture import capture
 from tests.families.simas.test_simas_figures import _wilson
 
