@@ -39,8 +39,10 @@ def test_run_config_rejects_bad_serving_block() -> None:
 
 
 def test_run_on_a_vllm_preset_without_vllm_is_one_line(ray_session, without_vllm, capsys, tmp_path) -> None:
-    # a preset this cluster has room for: otherwise the capacity check refuses first
-    rc = main(["run", "backend=serve", "model=tiny_cpu", f"results_dir={tmp_path}"])
+    # a preset this cluster has room for (otherwise the capacity check refuses first), under an
+    # app name no earlier test deployed (a running app of the preset would be used as it is)
+    rc = main(["run", "backend=serve", "model=tiny_cpu", "model.serving.app=tiny-without-vllm",
+               f"results_dir={tmp_path}"])
     err = capsys.readouterr().err
     assert rc == 2
     assert "masgrid run: model.serving.kind=vllm needs vLLM" in err and "Traceback" not in err
