@@ -137,11 +137,10 @@ class AdaptiveLimit:
                     pause = self.paused_until - now
                     if pause <= 0 and self.in_use < int(self.limit):
                         break
-                    # wake when the pause ends or a held slot expires, or earlier when one is released
-                    wake = [t for t in (pause if pause > 0 else None,
-                                        None if pause > 0 or earliest is None else earliest - now) if t is not None]
+                    # wake when the pause ends (else when a held slot expires), or earlier on a release
+                    wake = pause if pause > 0 else None if earliest is None else max(0.0, earliest - now)
                     try:
-                        await asyncio.wait_for(self._changed.wait(), max(0.0, min(wake)) if wake else None)
+                        await asyncio.wait_for(self._changed.wait(), wake)
                     except TimeoutError:
                         pass
                 slot_id, self.next_id = self.next_id, self.next_id + 1

@@ -84,12 +84,12 @@ async def with_retries(settings: BackendSettings, attempt: Callable[[int, float]
         except TimeoutError:
             failure = CallFailure(error_class="timeout", message=f"no complete reply within model.timeout_s="
                                                                  f"{settings.timeout_s:g} s")
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # cancelled: give the slot back, then stop
-                if slot is not None and gate is not None:
-                    gate.release(slot, "cancelled")
-                raise
-            failure = classify_exception(exc)  # every client's errors are classified, the run goes on
+        except asyncio.CancelledError:
+            if slot is not None and gate is not None:  # give the slot back, then stop
+                gate.release(slot, "cancelled")
+            raise
+        except Exception as exc:  # noqa: BLE001 - every client's errors are classified, the run goes on
+            failure = classify_exception(exc)
         if slot is not None and gate is not None:
             if answer is not None:
                 gate.release(slot, outcome_of(answer.http_status, answer.error_class))
