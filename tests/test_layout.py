@@ -80,8 +80,8 @@ def test_every_builtin_family_is_one_folder():
 
 
 def test_a_family_outside_masgrid_needs_only_the_public_modules():
-    """The worked example of a third-party family imports masgrid, masgrid.task_api and
-    masgrid.family only: nothing under masgrid._private, whose names may change."""
+    """The worked example of a third-party family imports masgrid, masgrid.task_api,
+    masgrid.family and masgrid.sdk only: nothing under masgrid._private, whose names may change."""
     plugin = PACKAGE.parent / "tests" / "plugins" / "masgrid_relay"
     imported = set()
     for path in plugin.rglob("*.py"):
@@ -92,7 +92,9 @@ def test_a_family_outside_masgrid_needs_only_the_public_modules():
             if words[:1] == ["import"] or (words[:1] == ["from"] and "import" in words):
                 imported.add(words[1])
     masgrid_modules = {name for name in imported if name.split(".")[0] == "masgrid"}
-    assert masgrid_modules and masgrid_modules <= {"masgrid", "masgrid.task_api", "masgrid.family"}, masgrid_modules
+    public = {"masgrid", "masgrid.task_api", "masgrid.family", "masgrid.sdk"}
+    assert masgrid_modules and all(name in public or name.startswith("masgrid.sdk.") for name in masgrid_modules), \
+        masgrid_modules
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -105,6 +107,7 @@ def imported_modules(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names if alias.name.startswith("_"))
     return found
 
 
@@ -125,6 +128,31 @@ def test_no_family_imports_another_family():
     """What several families share (figures, intervals, information replay, a judge's model)
     lives in masgrid.sdk, so no family depends on another's internals."""
     assert cross_family_imports(PACKAGE / "families") == []
+
+
+def private_imports(families_dir: Path) -> list[str]:
+    """`path: module` for each import of masgrid's private modules from under the families folder."""
+    out = []
+    for path in sorted(families_dir.rglob("*.py")):
+        for module in sorted(imported_modules(path)):
+            if module.split(".")[:2] == ["masgrid", "_private"]:
+                out.append(f"{path.relative_to(families_dir)}: {module}")
+    return out
+
+
+def test_no_family_imports_masgrids_private_modules():
+    """Masgrid's own families build on masgrid.sdk (and masgrid.family) only, so a family
+    written outside masgrid can do everything they do without importing private names."""
+    assert private_imports(PACKAGE / "families") == []
+
+
+def test_the_private_import_check_catches_an_import(tmp_path):
+    (tmp_path / "alpha").mkdir()
+    (tmp_path / "alpha" / "a.py").write_text("def f():\n    from masgrid._private.resources import read_text\n")
+    (tmp_path / "alpha" / "b.py").write_text("from masgrid import _private\nimport masgrid.sdk.results\n")
+    (tmp_path / "alpha" / "c.py").write_text("import masgrid._private.envs.tasks  # noqa: F401\n")
+    assert private_imports(tmp_path) == ["alpha/a.py: masgrid._private.resources", "alpha/b.py: masgrid._private",
+                                         "alpha/c.py: masgrid._private.envs.tasks"]
 
 
 def test_the_cross_family_check_catches_an_import(tmp_path):

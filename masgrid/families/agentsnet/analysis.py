@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid._private.analysis.dispersion import spread_columns
-from masgrid._private.analysis.load import read_table
-from masgrid._private.analysis.usable_runs import exclusion_note, usable
+from masgrid.sdk.intervals import spread_columns
+from masgrid.sdk.results import exclusion_note, read_table, usable
 
 TASKS = ["coloring", "consensus", "leader_election", "matching", "vertex_cover"]
 TASK_LABELS = {"coloring": "Coloring", "consensus": "Consensus", "leader_election": "Leader Election",

@@ -17,15 +17,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported where graphs are built: `masgrid run` of another task never loads them
     import networkx as nx
     import numpy as np
 
-from masgrid._private.envs.topology import diameter, neighbor_lists
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
+from masgrid.sdk.topology import diameter, neighbor_lists
 
 GRAPH_MODELS: dict[str, str] = {"ws": "small-world (Watts-Strogatz)", "ba": "scale-free (Barabasi-Albert)",
                                 "dt": "geometric (Delaunay triangulation)"}

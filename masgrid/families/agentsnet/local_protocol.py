@@ -33,17 +33,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from string import Template
 from typing import Any, ClassVar
-from collections.abc import Callable
 
 import yaml
 
+from masgrid.sdk.protocols import MSG_MODEL_ERROR, CommandOutcome, Protocol, register_protocol
+from masgrid.sdk.resources import conf_cached, read_text
 from masgrid.task_api import ChannelNote
-from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
-from masgrid._private.envs.protocols import register_protocol
-from masgrid._private.envs.protocols.base import Protocol
-from masgrid._private.resources import conf_cached, read_text
 
 FINAL_MARKER = "### Final Answer ###"
 EXPECT_MESSAGES, EXPECT_FINAL = "messages", "final"

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, MessageFormatError
 

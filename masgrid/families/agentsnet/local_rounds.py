@@ -11,7 +11,7 @@ gives no final answer.
 from __future__ import annotations
 
 from masgrid.families.agentsnet.local_protocol import EXPECT_FINAL, EXPECT_MESSAGES
-from masgrid._private.platform.schedulers.base import PhaseContext, PhaseResult, Scheduler, register_scheduler
+from masgrid.sdk.schedules import PhaseContext, PhaseResult, Scheduler, register_scheduler
 
 
 @register_scheduler

@@ -30,9 +30,9 @@ import random
 import re
 from typing import Any
 
-from masgrid._private.envs.policies import ScriptedPolicy
 from masgrid.families.agentsnet.local_protocol import FINAL_MARKER
-from masgrid._private.envs.tasks.base import AgentView
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.tasks import AgentView
 
 _ITEM = re.compile(r"^From (\S+):\n\nSTATE (\{.*?\})$", re.MULTILINE)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from masgrid._private.envs.tasks.base import AgentView
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
+from masgrid.sdk.tasks import AgentView
 
 PROMPT_DIR = "prompts/agentsnet"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from masgrid.families.agentsnet.local_protocol import LocalProtocol
-from masgrid._private.envs.tasks.base import Instance, Score, Task
+from masgrid.sdk.tasks import Instance, Score, Task
 
 
 @dataclass

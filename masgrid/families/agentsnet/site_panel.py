@@ -22,8 +22,8 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
-from masgrid._private.envs.tasks import get_task
-from masgrid._private.site.run_data import Run
+from masgrid.sdk.results import Run
+from masgrid.sdk.tasks import get_task
 
 
 def regenerate(config: dict[str, Any]) -> tuple[list[str], list[tuple[int, int]], list[int]]:

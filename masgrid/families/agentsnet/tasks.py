@@ -16,18 +16,23 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, ClassVar
 from collections.abc import Callable
+from typing import Any, ClassVar
 
-from masgrid._private.envs.policies import ScriptedPolicy
-from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, PARSER_MODES, parser_mode, read_final_answer
-from masgrid._private.envs.tasks import register_task
 from masgrid.families.agentsnet import scoring
-from masgrid.families.agentsnet.graphs import (GRAPH_MODELS, MIN_AGENTS, AgentGraph, generate_graph, graph_rng,
-                                               sample_names)
-from masgrid._private.envs.topology import TopologySettings, restricted_edges
+from masgrid.families.agentsnet.graphs import (
+    GRAPH_MODELS,
+    MIN_AGENTS,
+    AgentGraph,
+    generate_graph,
+    graph_rng,
+    sample_names,
+)
+from masgrid.families.agentsnet.local_protocol import FINAL_MARKER, PARSER_MODES, parser_mode, read_final_answer
 from masgrid.families.agentsnet.prompts import build_system_prompt, final_question, variants
-from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.tasks import AgentView, Instance, Score, Task, register_task
+from masgrid.sdk.topology import TopologySettings, restricted_edges
 
 #: message-passing rounds of the local tasks on small graphs (section 5.1)
 LOCAL_BUDGET = ((4, 4), (8, 5), (16, 6))

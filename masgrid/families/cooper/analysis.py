@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from masgrid._private.analysis.usable_runs import usable
 from masgrid.sdk.intervals import newcombe, wilson_rate
+from masgrid.sdk.results import usable
 
 SETTINGS = ("solo", "coop", "nocomm")
 #: the merge stages in the order the evaluator tries them (appendix H); `failed`: no stage merged

@@ -68,11 +68,15 @@ def _eval_parser() -> argparse.ArgumentParser:
 def _evaluate_with_resolver(a: argparse.Namespace, evaluate: Callable[[Resolver], EvalResult]) -> dict[str, Any]:
     """`evaluate(resolver)` with the LLM resolver on the model the --resolver-* options name;
     the result as JSON-ready data with a `resolver` block (model, calls, tokens, each call)."""
-    from masgrid._private.actors.backends import BackendSettings, ClientCache
-    from masgrid._private.actors.backends.openai_chat import http_backend
-    from masgrid._private.envs.tasks.base import ScoringModel
-    from masgrid._private.envs.tokens import get_counter
-    from masgrid._private.platform.scoring_model import run_with_ask, scoring_settings
+    from masgrid.sdk.models import (
+        BackendSettings,
+        ClientCache,
+        get_counter,
+        http_backend,
+        run_with_ask,
+        scoring_settings,
+    )
+    from masgrid.sdk.tasks import ScoringModel
 
     if not (a.resolver_model and a.resolver_base_url):
         raise CooperDataError("the resolver needs both --resolver-model and --resolver-base-url")

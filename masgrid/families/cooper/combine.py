@@ -23,8 +23,8 @@ Choices are documented in docs/tasks/cooperbench.md ("Scripted agents").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 # the str_replace tool's own count (overlapping occurrences included): unique here means unique there
 from masgrid.families.cooper.tools import _occurrences

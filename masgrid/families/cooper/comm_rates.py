@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.families.cooper.analysis import cooper_runs
-from masgrid.sdk.intervals import wilson_rate
 from masgrid.families.cooper.comm_judge import GROUPS
+from masgrid.sdk.intervals import wilson_rate
 
 DIR = "cooper_judgments"
 COLUMNS = ["judge_model", "prompt_version", "model", "group", "n", "detected", "rate", "ci_low", "ci_high",

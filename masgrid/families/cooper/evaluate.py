@@ -39,8 +39,14 @@ from masgrid.families.cooper.merge import MergeAttempt, Resolver, make_branches,
 from masgrid.families.cooper.repos import require_base
 from masgrid.families.cooper.sandbox import BASE_ENV, Sandbox, interpreter_paths
 from masgrid.families.cooper.testenv import TestEnv, TestEnvError, ensure_env
-from masgrid.families.cooper.testrun import (OUTPUT_TAIL, FeatureTestResult, feature_passes, import_root,
-                                               parse_pytest_summary, pytest_args)
+from masgrid.families.cooper.testrun import (
+    OUTPUT_TAIL,
+    FeatureTestResult,
+    feature_passes,
+    import_root,
+    parse_pytest_summary,
+    pytest_args,
+)
 
 MergeStage = Literal["naive", "union", "llm", "failed", "single"]
 

@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from masgrid.families.cooper import comm_judge as cj
-from masgrid.sdk.judging import BackendSettings, ClientCache, judge_backend, judge_parser, judge_settings
-from masgrid._private.platform.recorder import write_table_atomic
+from masgrid.sdk.judging import BackendSettings, ChatBackend, ask_judge, judge_each, judge_parser, judge_settings
+from masgrid.sdk.results import write_table_atomic
 
 OUT = "cooper_judgments"
 COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -68,7 +68,7 @@ class JudgeSummary(BaseModel):
 
 async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: int = 4) -> JudgeSummary:
     from masgrid.families.cooper.analysis import cooper_runs
-    from masgrid._private.analysis.load import load_results
+    from masgrid.sdk.results import load_results
 
     loaded = load_results(results_dir)
     runs = cooper_runs(loaded.runs)
@@ -79,11 +79,8 @@ async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: i
     out_dir, prompt, judge_model = results_dir / OUT, cj.prompt_version(), settings.request_model
     events = loaded.events
     by_run = dict(tuple(events[events["run_id"].isin(runs["run_id"])].groupby("run_id"))) if not events.empty else {}
-    clients = ClientCache()
-    backend = judge_backend(settings, clients)
-    gate = asyncio.Semaphore(concurrency)
 
-    async def one(run: dict[str, Any]) -> None:
+    async def one(backend: ChatBackend, run: dict[str, Any]) -> None:
         jid = judgment_id(run["run_id"], judge_model, prompt)
         if _done(out_dir / f"part-{jid}.parquet"):
             summary.already += 1
@@ -100,30 +97,26 @@ async def judge_all(results_dir: Path, settings: BackendSettings, concurrency: i
             why = "no messages in this run" if run["run_id"] in by_run else "no events recorded for this run"
             _write(out_dir, {**row, "status": "skipped", "error": why, "judged_at": time.time()})
             return
-        async with gate:
-            done = await backend.complete(cj.judge_messages(run["run_id"], messages))
-        row.update(tokens_in=done.tokens_in, tokens_out=done.tokens_out, raw_reply=done.text, judged_at=time.time())
-        if done.error is not None:
+        # one call, no second try: a reply that fails the checks is recorded as invalid (never a detection)
+        answer = await ask_judge(backend, cj.judge_messages(run["run_id"], messages),
+                                 parse=lambda text: cj.parse_verdict(text, messages), malformed=cj.InvalidVerdict)
+        row.update(tokens_in=answer.tokens_in, tokens_out=answer.tokens_out, raw_reply=answer.raw_reply,
+                   judged_at=time.time())
+        if answer.call_error is not None:
             summary.failed += 1
-            row.update(status="failed", error=f"judge call failed: {done.error}")
+            row.update(status="failed", error=f"judge call failed: {answer.call_error}")
+        elif answer.value is None:
+            summary.invalid += 1
+            row.update(status="invalid", error=answer.format_error)
         else:
-            try:
-                verdict = cj.parse_verdict(done.text, messages)
-            except cj.InvalidVerdict as exc:
-                summary.invalid += 1
-                row.update(status="invalid", error=str(exc))
-            else:
-                summary.judged += 1
-                summary.detections += verdict.category is not None
-                row.update(status="ok", category=verdict.category, group=verdict.group,
-                           description=verdict.description, evidence_json=json.dumps(verdict.evidence))
+            verdict = answer.value
+            summary.judged += 1
+            summary.detections += verdict.category is not None
+            row.update(status="ok", category=verdict.category, group=verdict.group,
+                       description=verdict.description, evidence_json=json.dumps(verdict.evidence))
         _write(out_dir, row)
 
-    try:
-        await asyncio.gather(*(one(r) for r in runs.to_dict("records")))
-    finally:
-        await backend.close()
-        await clients.aclose()
+    await judge_each(runs.to_dict("records"), settings, one, concurrency)
     return summary
 
 

@@ -27,8 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from masgrid.families.cooper.gitops import (apply_patch, commit_all, conflict_count, git, reset_to,
-                                              unmerged_files)
+from masgrid.families.cooper.gitops import apply_patch, commit_all, conflict_count, git, reset_to, unmerged_files
 
 #: lines of context around a conflict region handed to the resolver (appendix C: c = 5)
 CONTEXT_LINES = 5

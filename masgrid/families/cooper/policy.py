@@ -29,15 +29,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
 from masgrid.families.cooper.combine import blocks_of, combine, replacements
-
-from masgrid._private.envs.policies import ScriptedPolicy
-from masgrid._private.envs.tasks.base import AgentView
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.tasks import AgentView
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _COMMENT = {".py": "#", ".sh": "#", ".rb": "#", ".toml": "#", ".yaml": "#", ".yml": "#", ".cfg": "#", ".txt": "#"}
@@ -234,7 +233,7 @@ class GoldPatchPolicy(ScriptedPolicy):
 
     def act(self, observations: list[str]) -> Any:  # ToolReply
         """One tool call a step; after `finish`, a reply without calls (the loop has ended by then)."""
-        from masgrid._private.envs.tool_calls import ToolCall, ToolReply
+        from masgrid.sdk.models import ToolCall, ToolReply
 
         call = self.next_call(observations)
         if call is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
 
 PLAN_PHASE, EXECUTE_PHASE = 1, 2
 

@@ -19,10 +19,8 @@ from masgrid.families.cooper import difficulty as cooper_difficulty
 from masgrid.families.cooper import figures as cooper_figures
 from masgrid.families.cooper import messages as cooper_messages
 from masgrid.families.cooper import timeline as cooper_timeline
-from masgrid._private.analysis.family_cli import report_main
-from masgrid._private.analysis.load import load_results
-from masgrid._private.analysis.markdown import write_table
-from masgrid._private.analysis.usable_runs import exclusion_note
+from masgrid.sdk.reports import report_main
+from masgrid.sdk.results import exclusion_note, load_results, write_table
 
 LABEL_NOTE = ("Message types are our rule-based labels (docs/tasks/cooperbench-analysis.md), not the paper's; "
               "repetition and unanswered-question counts are textual proxies, not its LLM judge (the judged rates, "

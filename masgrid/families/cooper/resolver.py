@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from masgrid._private.envs.tasks.base import ScoringCallFailed
+from masgrid.sdk.tasks import ScoringCallFailed
 
 PROMPT = """Two developers changed the same part of a file and git could not merge their edits.
 Below is the conflicted excerpt: a few unchanged lines, then the conflict between the

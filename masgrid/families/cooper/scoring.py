@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from masgrid._private.envs.tasks.base import Instance, Score
+from masgrid.sdk.tasks import Instance, Score
 
 
 def patch_lines(patch: str) -> int:

@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from masgrid._private.envs.tasks.base import Instance
 from masgrid.families.cooper.prompts import EXECUTE_PHASE, PLAN_PHASE
+from masgrid.sdk.tasks import Instance
 
 #: tools the scheduler itself handles (messages, the end of an agent's phase)
 SEND, FINISH = "send_message", "finish"

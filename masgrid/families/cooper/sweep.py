@@ -20,15 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from masgrid.families.cooper.layout import CooperDataError, load_subset
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.sweep import SweepSettings, split_job_config
+from masgrid.sdk.sweeps import ConfigError, RunConfig, SweepSettings, split_job_config
 
 SETTINGS = ("coop", "solo", "nocomm")
 
 
 def _compose(overrides: list[str]) -> dict[str, Any]:
     """One job config as `masgrid run` composes it (call inside `initialize_config_dir`)."""
-    from masgrid._private.platform.compose import compose_job
+    from masgrid.sdk.sweeps import compose_job
 
     return compose_job(overrides)[0]
 
@@ -46,7 +45,7 @@ def subset_configs(subset: str, settings: list[str], overrides: list[str]) -> tu
         overrides = [*overrides, "protocol=workspace"]  # cooper's only protocol (as sweep=cooper sets it)
     from hydra import initialize_config_dir
 
-    from masgrid._private.resources import conf_dir
+    from masgrid.sdk.resources import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
         data_dir = (_compose(overrides).get("cooper") or {}).get("data_dir")
@@ -84,9 +83,7 @@ def sweep_command(argv: list[str]) -> int:
     if flags:
         print(f"masgrid cooper sweep: unknown option {flags[0]}\n{USAGE}", file=sys.stderr)
         return 2
-    from masgrid._private.platform.engine_alive import EngineLost
-    from masgrid._private.platform.preflight import PreflightError
-    from masgrid._private.platform.results_lock import ResultsDirBusy
+    from masgrid.sdk.sweeps import EngineLost, PreflightError, ResultsDirBusy
 
     try:
         cfgs, settings = subset_configs(args.subset, [s for s in args.settings.split(",") if s], overrides)
@@ -94,7 +91,7 @@ def sweep_command(argv: list[str]) -> int:
             for cfg in cfgs:
                 print(f"{cfg.run_id}  {cfg.task}  setting={cfg.cooper.setting}  features={cfg.cooper.features}")
             return 0
-        from masgrid._private.platform.sweep import run_sweep
+        from masgrid.sdk.sweeps import run_sweep
 
         result = run_sweep(cfgs, settings)
     except (ConfigError, CooperDataError, PreflightError, ResultsDirBusy, EngineLost) as exc:

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from masgrid._private.envs.tasks.base import AgentView, Instance, Score, ScoringModel, Task
 from masgrid.families.cooper import prompts
 from masgrid.families.cooper.options import PATH_KEYS, RESOLVER_IDENTITY, CooperOptions
 from masgrid.families.cooper.paths import resolve_paths
+from masgrid.sdk.tasks import AgentView, Instance, Score, ScoringModel, Task
 
 if TYPE_CHECKING:
-    from masgrid._private.envs.policies import ScriptedPolicy
+    from masgrid.sdk.policies import ScriptedPolicy
 
 PREFIX = "cooper/"
 OPTION_KEYS = tuple(CooperOptions.model_fields)

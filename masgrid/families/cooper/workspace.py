@@ -25,7 +25,6 @@ from pathlib import Path
 
 from masgrid.families.cooper.sandbox import Sandbox, SandboxSettings
 
-
 #: file in an agent's .git that marks a checkout made here (remove_worktree checks it)
 MARKER = "masgrid-workspace"
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-from masgrid._private.envs.protocols import register_protocol
-from masgrid._private.envs.protocols.base import Protocol
 from masgrid.families.cooper import prompts
+from masgrid.sdk.protocols import Protocol, register_protocol
 
 
 @register_protocol

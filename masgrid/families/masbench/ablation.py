@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from masgrid._private.analysis.stats import holm, welch
 from masgrid.families.masbench.tables import for_task, with_success
+from masgrid.sdk.stats import holm, welch
 
 METRICS = ("SR%", "SR% sd", "success%", "success% sd", "runs", "p_vs_base", "p_vs_base_holm")
 #: the paper's row order: Base, the two ablations, CAMOC

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from masgrid._private.pricing import usd_cost
-from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.models import usd_cost
+from masgrid.sdk.results import usable
 
 PRICE_FIELDS = ("input_usd_per_mtok", "output_usd_per_mtok")
 COLUMNS = ["runs", "total_mtok", "comm_mtok", "comm_pct", "tokens_per_run", "tokens_per_run sd", "cost_usd", "cost_mid_usd",

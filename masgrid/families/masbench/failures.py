@@ -40,14 +40,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from masgrid.sdk.information import information_at_submission
-from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.results import usable
 
 MODES = ("boundary_mismatch", "premature_submission", "stale_kv_read", "value_hallucination",
          "convention_misalignment")

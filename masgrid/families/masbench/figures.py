@@ -18,9 +18,9 @@ matplotlib.use("Agg")  # files only; no display on clusters and CI
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from masgrid._private.analysis.dispersion import mean_se
-from masgrid.sdk.figures import save_figure
 from masgrid.families.masbench.tables import completed, for_task
+from masgrid.sdk.figures import save_figure
+from masgrid.sdk.intervals import mean_se
 
 #: (runs column, scale, panel title, y label, rate axis)
 PANELS = (("sr", 100.0, "(a) success rate", "SR (% of agents correct)", True),

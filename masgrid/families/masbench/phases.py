@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from masgrid._private.analysis.dispersion import spread_columns
+from masgrid.sdk.intervals import spread_columns
 
 ACCOUNTINGS = ("final", "run", "phase1", "phase2")
 #: the tables' default: the accounting of the paper's Table 1 (module docstring)

@@ -11,16 +11,16 @@ wording, which speaks of no other agent (docs/tasks/masbench.md, "One agent").
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from itertools import accumulate
 from string import Template
 from typing import Any
-from collections.abc import Callable
 
 import yaml
 
-from masgrid._private.envs.protocols.base import format_answer
-from masgrid._private.envs.tasks.base import AgentView
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.protocols import format_answer
+from masgrid.sdk.resources import conf_cached, read_text
+from masgrid.sdk.tasks import AgentView
 
 PROMPT_DIR = "prompts/masbench"
 

@@ -4,20 +4,24 @@ report/masbench/)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 
-from masgrid._private.analysis import stats
-from masgrid._private.analysis.load import load_results
-from masgrid._private.analysis.markdown import to_markdown, write_table
-from masgrid._private.analysis.token_units import approximate_token_note
-from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid
 from masgrid.families.masbench import ablation as masbench_ablation
 from masgrid.families.masbench import cost as masbench_cost
 from masgrid.families.masbench import failures as masbench_failures
 from masgrid.families.masbench import figures, phases, rerun, table1_with_spread, tables
+from masgrid.sdk import stats
+from masgrid.sdk.results import (
+    approximate_token_note,
+    exclusion_note,
+    include_invalid,
+    load_results,
+    to_markdown,
+    write_table,
+)
 
 Builder = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from masgrid._private.analysis.dispersion import mean_se
 from masgrid.families.masbench.phases import DEFAULT
 from masgrid.families.masbench.tables import METRICS, for_task
+from masgrid.sdk.intervals import mean_se
 
 
 def table1_spread(runs: pd.DataFrame, task: str | None = "sorting", accounting: str = DEFAULT) -> pd.DataFrame:

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from masgrid._private.analysis.dispersion import spread_columns
 from masgrid.families.masbench.phases import DEFAULT, by_phase
-from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.intervals import spread_columns
+from masgrid.sdk.results import usable
 
 PROTOCOLS = ("broadcast", "p2p", "kv")
 CONDITIONS = ("base", "camoc", "abl_submit", "abl_message")

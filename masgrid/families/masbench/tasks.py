@@ -12,16 +12,14 @@ Choices where the paper is silent (documented in docs/tasks/masbench.md as well)
 from __future__ import annotations
 
 import itertools
-
 from typing import Any, ClassVar
 
-from masgrid._private.envs.policies import GatherThenSubmit, ScriptedPolicy
-from masgrid._private.envs.protocols.base import format_answer
-from masgrid._private.envs.tasks import register_task
-from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.masbench.answers import parse_int_list
 from masgrid.families.masbench.generator import MODES, init_sort_task, inversion_rate
 from masgrid.families.masbench.prompts import CONDITIONS, build_prompt
+from masgrid.sdk.policies import GatherThenSubmit, ScriptedPolicy
+from masgrid.sdk.protocols import format_answer
+from masgrid.sdk.tasks import AgentView, Instance, Score, Task, register_task
 
 
 class MasBenchTask(Task):

@@ -26,12 +26,13 @@ import random
 import re
 from typing import Any, ClassVar
 
-from masgrid._private.envs.policies import ScriptedPolicy
-from masgrid._private.envs.protocols.base import ProtocolOptions
-from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.silo import prompts
-from masgrid.families.silo.isolated import isolated_answers as shard_answers, isolated_score
+from masgrid.families.silo.isolated import isolated_answers as shard_answers
+from masgrid.families.silo.isolated import isolated_score
 from masgrid.families.silo.spec import SiloData, SiloSpec
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.protocols import ProtocolOptions
+from masgrid.sdk.tasks import AgentView, Instance, Score, Task
 
 ORACLE = re.compile(r"^oracle-(\d+)$")
 ORACLE_SCALES = (2, 5, 10, 20, 50, 100)

@@ -1,10 +1,10 @@
 """Every SILO-Bench spec registered as the masgrid task `silo/<task_id>` (adapter.py): the
 family's task module (imported when a `silo/...` name is first asked for)."""
 
-from masgrid._private.envs.tasks import register_task
 from masgrid.families.silo import level1, level2, level3  # noqa: F401  (register specs)
 from masgrid.families.silo.adapter import SiloTask, make_task_class
 from masgrid.families.silo.spec import SILO_SPECS, SiloData, SiloSpec, silo_spec
+from masgrid.sdk.tasks import register_task
 
 TASK_CLASSES: dict[str, type[SiloTask]] = {
     task_id: register_task(make_task_class(spec_cls)) for task_id, spec_cls in sorted(SILO_SPECS.items())

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.results import usable
 
 _TASK = re.compile(r"^silo/(I{1,3})-\d+$")
 LEVELS = {"I": 1, "II": 2, "III": 3}

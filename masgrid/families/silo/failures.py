@@ -68,7 +68,7 @@ def leaders(matrix: np.ndarray, factor: float = LEADER_FACTOR) -> list[int]:
 
 def _instance(run: pd.Series) -> tuple[Any, Any]:
     """(spec, SiloData) of the run's regenerated instance."""
-    from masgrid._private.envs.tasks import get_task
+    from masgrid.sdk.tasks import get_task
 
     task = get_task(run["task"])
     mode = run["mode"] if isinstance(run.get("mode"), str) else None

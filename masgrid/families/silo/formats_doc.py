@@ -39,7 +39,7 @@ def _cell(text: str) -> str:
 def render(level: int) -> str:
     """The markdown block (markers included) for one level's page."""
     # the package registers every spec on import
-    import masgrid._private.envs.tasks  # noqa: F401
+    import masgrid.sdk.tasks  # noqa: F401
 
     rows = [BEGIN, "",
             "What each agent is told to submit (the `answer_format` of `masgrid/families/silo/conf/prompts/silo/tasks/<id>.yaml`, "

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from masgrid._private.envs.tasks.base import Score
 from masgrid.families.silo.spec import SiloData, SiloSpec
+from masgrid.sdk.tasks import Score
 
 #: the scales and seeds of the floor table (the paper's N grid, 20 instances per cell)
 FLOOR_SCALES = (2, 5, 10, 20, 50, 100)
@@ -67,7 +67,7 @@ def isolated_score(spec: SiloSpec, data: SiloData) -> Score:
 
 def floor_cell(task_id: str, n: int, k: int | None = None, seeds: int = FLOOR_SEEDS) -> FloorCell:
     """The isolated baseline on the instances a sweep over seeds 0..seeds-1 would run."""
-    from masgrid._private.envs.tasks import get_task
+    from masgrid.sdk.tasks import get_task
 
     task = get_task(f"silo/{task_id}")
     k = task.default_k if k is None else k

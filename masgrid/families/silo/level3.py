@@ -30,8 +30,8 @@ from functools import lru_cache
 from math import comb
 from typing import Any
 
-from masgrid._private.envs.topology import distances, neighbor_lists
 from masgrid.families.silo.spec import SiloData, SiloSpec, lcs_ratio, silo_spec
+from masgrid.sdk.topology import distances, neighbor_lists
 
 # --------------------------------------------------------------------------------------
 # Parsing helpers (agent-readable ValueErrors)

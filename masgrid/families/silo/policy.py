@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from masgrid._private.envs.policies import GatherThenSubmit, ScriptedPolicy, reply
-from masgrid._private.envs.tasks.base import AgentView
 from masgrid.families.silo.isolated import isolated_answer_text
 from masgrid.families.silo.spec import SiloData, SiloSpec
+from masgrid.sdk.policies import GatherThenSubmit, ScriptedPolicy, reply
+from masgrid.sdk.tasks import AgentView
 
 
 class SiloPolicy(GatherThenSubmit):

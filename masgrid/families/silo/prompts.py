@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
 
 PROMPT_DIR = "prompts/silo"
 #: conditions of appendix H (plus "base"); `oracle-<N>` is handled by the adapter.

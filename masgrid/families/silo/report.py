@@ -17,9 +17,8 @@ import pandas as pd
 
 from masgrid.families.silo import failures as sf
 from masgrid.families.silo import tables as st
-from masgrid._private.analysis.load import load_results
 from masgrid.families.silo.common import level_of, silo_runs
-from masgrid._private.analysis.usable_runs import exclusion_note
+from masgrid.sdk.results import exclusion_note, load_results
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path, heatmaps: int = 1) -> list[Path]:

@@ -21,11 +21,11 @@ and Table 10's Avg (the mean of the protocol means: its n counts the runs under 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 import numpy as np
 import pandas as pd
-
-from functools import wraps
-from collections.abc import Callable
 
 from masgrid.families.silo.common import silo_runs
 

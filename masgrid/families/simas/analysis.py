@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from masgrid._private.analysis.usable_runs import usable
+from masgrid.sdk.results import usable
 
 FAMILY = ("model", "task", "subject", "condition", "discussion_rounds", "setting")
 ABLATIONS = {"no_belief": "Belief", "no_personality": "Personality", "no_expertise": "Expertise"}

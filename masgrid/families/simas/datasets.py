@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from masgrid._private.resources import conf_cached, conf_file
+from masgrid.sdk.resources import conf_cached, conf_file
 
 DATASETS = ("mmlu", "ekar", "aime", "open", "coding")
 #: datasets whose final answer is free text, judged against criteria instead of a key

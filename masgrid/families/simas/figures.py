@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from masgrid.sdk.intervals import wilson_rate
-from masgrid.sdk.figures import save_figure
 from masgrid.families.simas.analysis import accuracy_table, judge_table
+from masgrid.sdk.figures import save_figure
+from masgrid.sdk.intervals import wilson_rate
 
 
 def _panels(count: int, width: float = 4.2) -> tuple[plt.Figure, list[plt.Axes]]:

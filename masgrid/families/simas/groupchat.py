@@ -30,16 +30,14 @@ A failed turn's marker is no message and reaches everyone.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
-from masgrid.task_api import ChannelNote
-from masgrid._private.envs.harness import MSG_MODEL_ERROR, CommandOutcome
-from masgrid._private.envs.protocols import register_protocol
-from masgrid._private.envs.protocols.base import Protocol
 from masgrid.families.simas import prompts
 from masgrid.families.simas.confidence import parse_confidence
 from masgrid.families.simas.profiles import ProfileFormatError, parse_profiles, pool_profiles
+from masgrid.sdk.protocols import MSG_MODEL_ERROR, CommandOutcome, Protocol, register_protocol
+from masgrid.task_api import ChannelNote
 
 #: a final answer that could not be parsed (scored wrong and counted as unparsable); the
 #: recorded marker also says why and whether the reply named several answers (`unparsable`)

@@ -20,34 +20,28 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from masgrid.sdk.judging import (BackendSettings, ChatBackend, ClientCache, Completion, judge_backend, judge_parser,
-                                 judge_settings)
 from masgrid.families.simas import judging
 from masgrid.families.simas.datasets import Question
 from masgrid.families.simas.judge_pairs import Pair, find_pairs, pair_id, question_of
 from masgrid.families.simas.judge_records import OrderResult, is_done, rows_for, write_part
+from masgrid.sdk.judging import BackendSettings, ChatBackend, ask_judge, judge_each, judge_parser, judge_settings
+
 
 async def judge_order(backend: ChatBackend, question: Question, order: str, simas: str, cot: str) -> OrderResult:
     """One order: a call, one retry on a malformed reply, then a recorded failure."""
     a, b = (simas, cot) if order == "simas_first" else (cot, simas)
-    messages = judging.judge_messages(question, a, b)
-    out = OrderResult()
-    for attempt in (1, 2):
-        done: Completion = await backend.complete(messages)
-        out.attempts, out.tokens_in, out.tokens_out = attempt, out.tokens_in + done.tokens_in, out.tokens_out + done.tokens_out
-        if done.error is not None:
-            out.error = f"judge call failed: {done.error}"
-            return out
-        out.raw_first_reply, out.raw_reply = (out.raw_reply, done.text) if attempt == 2 else (None, done.text)
-        try:
-            a_scores, b_scores, winner, why = judging.parse_reply(done.text, list(question.criteria or []))
-        except judging.JudgeFormatError as exc:
-            out.error = f"malformed judge reply: {exc}"
-            messages = [*messages, {"role": "assistant", "content": done.text or ""}, judging.retry_message(str(exc))]
-            continue
-        out.error = None
-        out.verdict = judging.verdict(order, a_scores, b_scores, winner, why)
-        return out
+    criteria = list(question.criteria or [])
+    answer = await ask_judge(backend, judging.judge_messages(question, a, b),
+                             parse=lambda text: judging.parse_reply(text, criteria), malformed=judging.JudgeFormatError,
+                             attempts=2, retry_message=judging.retry_message)
+    out = OrderResult(attempts=answer.attempts, tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
+                      raw_reply=answer.raw_reply, raw_first_reply=answer.raw_first_reply)
+    if answer.call_error is not None:
+        out.error = f"judge call failed: {answer.call_error}"
+    elif answer.value is None:
+        out.error = f"malformed judge reply: {answer.format_error}"
+    else:
+        out.verdict = judging.verdict(order, *answer.value)
     return out
 
 
@@ -66,11 +60,8 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
     summary = JudgeSummary(pairs=len(pairs), unpaired=unpaired)
     out_dir = results_dir / "judgments"
     prompt, judge_model = judging.prompt_hash(), settings.request_model
-    clients = ClientCache()
-    backend = judge_backend(settings, clients)
-    gate = asyncio.Semaphore(concurrency)
 
-    async def one(pair: Pair) -> None:
+    async def one(backend: ChatBackend, pair: Pair) -> None:
         pid = pair_id(pair, judge_model, prompt)
         if is_done(out_dir / f"part-{pid}.parquet"):
             summary.already += 1
@@ -82,22 +73,17 @@ async def judge_all(results_dir: Path, settings: BackendSettings, where: dict[st
             write_part(out_dir, pid, rows_for(pair, pid, judge_model, prompt, None,
                                           f"no usable final answer from {' and '.join(missing)}", len(question.criteria or [])))
             return
-        async with gate:
-            orders = await asyncio.gather(*(judge_order(backend, question, o, str(pair.simas_answer),
-                                                        str(pair.cot_answer)) for o in judging.ORDERS))
-        results = dict(zip(judging.ORDERS, orders))
-        rows = rows_for(pair, pid, judge_model, prompt, results, None, len(question.criteria or []))
+        orders = await asyncio.gather(*(judge_order(backend, question, o, str(pair.simas_answer), str(pair.cot_answer))
+                                        for o in judging.ORDERS))
+        rows = rows_for(pair, pid, judge_model, prompt, dict(zip(judging.ORDERS, orders)), None,
+                        len(question.criteria or []))
         if rows[-1]["status"] == "ok":
             summary.judged += 1
         else:
             summary.failed += 1
         write_part(out_dir, pid, rows)
 
-    try:
-        await asyncio.gather(*(one(p) for p in pairs))
-    finally:
-        await backend.close()
-        await clients.aclose()
+    await judge_each(pairs, settings, one, concurrency)
     return summary
 
 

@@ -41,8 +41,7 @@ def answer_text(raw: Any) -> str | None:
 
 def find_pairs(results_dir: Path, where: dict[str, str]) -> tuple[list[Pair], int]:
     """(pairs of SIMAS and CoT runs, SIMAS runs that have no CoT partner)."""
-    from masgrid._private.analysis.load import load_results
-    from masgrid._private.analysis.usable_runs import usable
+    from masgrid.sdk.results import load_results, usable
 
     res = load_results(results_dir)
     runs = res.runs

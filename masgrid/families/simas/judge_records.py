@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from masgrid.families.simas import judging
 from masgrid.families.simas.judge_pairs import Pair
-from masgrid._private.platform.recorder import write_table_atomic
+from masgrid.sdk.results import write_table_atomic
 
 JUDGMENT_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("pair_id", pa.string()), ("order", pa.string()), ("status", pa.string()), ("error", pa.string()),

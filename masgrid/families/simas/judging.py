@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from masgrid.families.simas.datasets import Question
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
 
 Method = Literal["simas", "cot", "tie"]
 ORDERS = ("simas_first", "cot_first")

@@ -29,9 +29,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from masgrid._private.envs.policies import ScriptedPolicy
-from masgrid._private.envs.tasks.base import AgentView
 from masgrid.families.simas.datasets import load_questions
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.tasks import AgentView
 
 _STATED = re.compile(r"^\[(\w+)\]: .*?My answer: (\S+?)\.?$", re.MULTILINE)
 

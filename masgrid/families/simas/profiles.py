@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
 
 FIELDS = ("personality", "belief", "expertise")
 MAX_FIELD_CHARS = 300

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from masgrid._private.resources import conf_cached, read_text
+from masgrid.sdk.resources import conf_cached, read_text
 
 #: condition -> profile attributes shown. `base` is the paper's ALL mode (every attribute;
 #: the platform's name for a family's baseline condition); `cot` is the single-agent

@@ -15,10 +15,8 @@ from pathlib import Path
 
 from masgrid.families.simas import analysis as simas
 from masgrid.families.simas import figures as simas_figures
-from masgrid._private.analysis.family_cli import report_main
-from masgrid._private.analysis.load import load_results
-from masgrid._private.analysis.markdown import write_table
-from masgrid._private.analysis.usable_runs import exclusion_note
+from masgrid.sdk.reports import report_main
+from masgrid.sdk.results import exclusion_note, load_results, write_table
 
 
 def write_report(results_dir: str | Path, out_dir: str | Path) -> list[Path]:

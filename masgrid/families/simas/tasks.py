@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from masgrid._private.envs.policies import ScriptedPolicy
-from masgrid._private.envs.tasks import register_task
-from masgrid._private.envs.tasks.base import AgentView, Instance, Score, Task
 from masgrid.families.simas import prompts
 from masgrid.families.simas.answers import parse_choice, parse_integer
 from masgrid.families.simas.datasets import PAPER_SUBJECTS, Question, load_questions, sample_questions
 from masgrid.families.simas.groupchat import final_submission, is_unparsable, pool_profile_dicts, unwrap_output
 from masgrid.families.simas.options import SimasOptions
+from masgrid.sdk.policies import ScriptedPolicy
+from masgrid.sdk.tasks import AgentView, Instance, Score, Task, register_task
 
 OPTION_KEYS = tuple(SimasOptions.model_fields)
 
