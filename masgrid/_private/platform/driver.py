@@ -36,7 +36,7 @@ from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.phase_metrics import mark, phase_columns, phase_usage
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid._private.platform.dashboard_metrics import RunProgress
-from masgrid._private.platform.schedulers import PhaseContext, get_scheduler
+from masgrid._private.platform.schedulers import PhaseContext, get_scheduler, scheduler_class
 from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
 from masgrid._private.platform.run_outcome import classify_failure, error_classes_json, judge
 
@@ -124,8 +124,8 @@ class RunLog:
     max_recorded_chars: int | None = None
     #: send pending events to the recorder once they reach this many bytes (None: by rounds only)
     event_flush_bytes: int | None = None
-    #: stamp every event with `t` (epoch seconds) when it has none: the asynchronous
-    #: schedule's timelines need every event's time, prompts included
+    #: stamp every event with `t` (epoch seconds) when it has none: the timelines of a schedule
+    #: that steps agents' own loops (`Scheduler.steps_agents`) need every event's time, prompts included
     timed: bool = False
     #: estimated size of `pending` (characters of text and reply + EVENT_ROW_BYTES a row)
     pending_bytes: int = 0
@@ -378,7 +378,8 @@ class RunDriver:
         team = cfg.team_resolved
         log = RunLog(run_id, partition, cfg.agents, labels=cfg.labels(), members=team.agents if team else None,
                      max_recorded_chars=cfg.execution.max_recorded_chars,
-                     event_flush_bytes=cfg.execution.event_flush_bytes, timed=task.schedule == "asynchronous")
+                     event_flush_bytes=cfg.execution.event_flush_bytes,
+                     timed=scheduler_class(task.schedule).steps_agents)
         run_row: dict[str, Any] = {}
         agent_rows: list[dict[str, Any]] = []
         status, error, error_class = "ok", None, None
@@ -518,7 +519,7 @@ class RunDriver:
         marks = [mark(log.stats)]  # every agent's counters at each phase boundary
 
         writing: list[asyncio.Future] = []  # at most one event chunk on its way to the recorder
-        flushing = asyncio.Lock()  # the asynchronous schedule's agent loops flush concurrently
+        flushing = asyncio.Lock()  # a schedule's agent loops (steps_agents) flush concurrently
 
         async def flush() -> None:
             """Send the pending events; the round goes on while the recorder writes them. The
@@ -546,10 +547,10 @@ class RunDriver:
             if step % EVENT_FLUSH_ROUNDS == 0 or log.full:
                 await flush()
 
-        # the asynchronous schedule counts its messages' tokens itself (the others' environment does)
-        comm_counter = get_counter(cfg.token_counting().spec) if task.schedule == "asynchronous" else None
-        # ... and routes its messages itself: through the run's channel, one for all phases (docs/channel.md)
-        channel = make_channel(cfg.channel, cfg.seed) if task.schedule == "asynchronous" else None
+        # a schedule that counts its messages' tokens itself (else the environment does) gets the run's counter
+        comm_counter = get_counter(cfg.token_counting().spec) if scheduler.counts_message_tokens else None
+        # one that routes its messages itself gets the run's channel, one for all phases (docs/channel.md)
+        channel = make_channel(cfg.channel, cfg.seed) if scheduler.routes_messages else None
         submissions: list[Any] = [None] * cfg.agents
         watch = EngineWatch(watched_endpoints(cfg), cfg.preflight)
         for phase in range(1, n_phases + 1):

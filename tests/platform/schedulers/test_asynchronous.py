@@ -231,3 +231,36 @@ def test_a_failing_loop_stops_the_others_and_closes_the_session() -> None:
 
     before, after = asyncio.run(scenario())
     assert SESSIONS[0].closed and before == after
+
+
+def test_each_schedule_declares_what_it_needs_from_the_driver() -> None:
+    """The driver asks the schedule (steps_agents, counts_message_tokens, routes_messages)
+    instead of testing its name: only the asynchronous schedule asks for all three."""
+    from masgrid._private.platform.schedulers import SCHEDULERS, scheduler_class
+
+    needs = {name: (scheduler_class(name).steps_agents, scheduler_class(name).counts_message_tokens,
+                    scheduler_class(name).routes_messages) for name in ("lockstep", "sequential", "asynchronous")}
+    assert needs == {"lockstep": (False, False, False), "sequential": (False, False, False),
+                     "asynchronous": (True, True, True)}
+    assert "local_rounds" in SCHEDULERS.names() and not scheduler_class("local_rounds").steps_agents
+
+
+def test_a_task_without_the_tool_loop_hooks_is_refused_in_one_line() -> None:
+    async def record(*_: Any) -> None:
+        return None
+
+    async def on_round(*_: Any) -> None:
+        return None
+
+    class Plain(SimpleNamespace):
+        name = "plain/task"
+
+        def phase_count(self, instance: Any, condition: str) -> int:
+            return 1
+
+    ctx = PhaseContext(phase=1, n_agents=2, max_rounds=3, agents=None, env=None, on_round=on_round,  # type: ignore[arg-type]
+                       task=Plain(), instance=Instance(task="plain/task", params={}, inputs=[1, 2], expected=[3, 3]),
+                       record_step=record)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="task 'plain/task' cannot run on the asynchronous schedule: it lacks "
+                                        "open_session, phase_tools, phase_limits, harness_text, agent_name, check_arguments"):
+        asyncio.run(get_scheduler("asynchronous").run_phase(ctx))

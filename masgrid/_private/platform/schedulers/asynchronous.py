@@ -32,18 +32,40 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from masgrid._private.actors.backends import Completion
 from masgrid._private.envs.channel import ChannelNote
+from masgrid._private.envs.tasks.base import Instance
 from masgrid._private.platform.schedulers.base import PhaseContext, PhaseResult, Scheduler, register_scheduler
 
 SEND, FINISH = "send_message", "finish"
 _AGENT_REF = re.compile(r"^\s*(?:agent[\s_-]*)?(\d+)\s*$", re.IGNORECASE)
 #: consecutive failed model calls after which an agent's loop stops (the server is down)
 MAX_FAILED_CALLS = 3
+
+
+@runtime_checkable
+class ToolLoopTask(Protocol):
+    """What this schedule needs of a task beyond `Task`: a session of tools per run (worktrees,
+    a sandbox), the tools and budgets of each phase, the harness's own wording, and a check of
+    the arguments of the tools the schedule handles itself (send_message, finish)."""
+
+    def phase_count(self, instance: Instance, condition: str) -> int: ...
+
+    def open_session(self, instance: Instance) -> Any: ...
+
+    def phase_tools(self, instance: Instance, phase: int) -> list[dict[str, Any]]: ...
+
+    def phase_limits(self, instance: Instance, phase: int) -> dict[str, Any]: ...
+
+    def harness_text(self, key: str, **values: Any) -> str: ...
+
+    def agent_name(self, agent: int) -> str: ...
+
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> str | None: ...
 
 
 @dataclass
@@ -70,6 +92,9 @@ class Loop:
 @register_scheduler
 class AsynchronousScheduler(Scheduler):
     name = "asynchronous"
+    steps_agents = True
+    counts_message_tokens = True
+    routes_messages = True
 
     def __init__(self) -> None:
         self.session: Any = None
@@ -81,6 +106,10 @@ class AsynchronousScheduler(Scheduler):
         task, instance = ctx.task, ctx.instance
         if task is None or instance is None or ctx.record_step is None:
             raise RuntimeError("the asynchronous scheduler needs the task, instance and event recorder in its context")
+        if not isinstance(task, ToolLoopTask):
+            missing = [m for m in ("open_session", "phase_tools", "phase_limits", "harness_text", "agent_name",
+                                   "check_arguments") if not callable(getattr(task, m, None))]
+            raise TypeError(f"task {task.name!r} cannot run on the asynchronous schedule: it lacks {', '.join(missing)}")
         last = ctx.phase == task.phase_count(instance, "base")
         try:
             if self.session is None:
@@ -123,7 +152,7 @@ class AsynchronousScheduler(Scheduler):
 class _Phase:
     """The loops of one phase and what they share (inboxes, the session)."""
 
-    def __init__(self, ctx: PhaseContext, task: Any, session: Any, loops: list[Loop], tools: list[dict[str, Any]],
+    def __init__(self, ctx: PhaseContext, task: ToolLoopTask, session: Any, loops: list[Loop], tools: list[dict[str, Any]],
                  offered: set[str], limits: dict[str, Any]) -> None:
         self.ctx, self.task, self.session, self.loops = ctx, task, session, loops
         self.tools, self.offered = tools, offered
@@ -272,8 +301,10 @@ class _Phase:
         """Each (message, teammate) pair drawn by the channel (docs/channel.md); what reaches a
         teammate still active waits in its `held` list. The send's channel columns."""
         note = ChannelNote.empty()
+        channel = self.ctx.channel
+        assert channel is not None, "called only with a channel"
         for j in targets:
-            fate = self.ctx.channel.fate(sender, j)
+            fate = channel.fate(sender, j)
             note.add(j, fate, None)  # the step it is read at depends on the teammate's pace
             if not self.loops[j].done:
                 self.loops[j].held.extend([fate.delay, fate.reordered, sender, content] for _ in range(fate.copies))

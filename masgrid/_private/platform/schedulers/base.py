@@ -10,14 +10,22 @@ own tool loop, asynchronous.py) plugs in by registering another `Scheduler`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from masgrid._private.actors.backends import Completion
 from masgrid._private.actors.environment import OutcomeRecord
 from masgrid._private.envs.registry import Registry
 from masgrid.family import families
+
+if TYPE_CHECKING:
+    from masgrid._private.envs.channel import Channel
+    from masgrid._private.envs.tasks.base import Instance, Task
+
+#: (phase, step, agent, call start, completion or None, event rows before the call, event rows after it)
+RecordStep = Callable[[int, int, int, "float | None", "Completion | None", list[dict[str, Any]],
+                       list[dict[str, Any]]], Awaitable[None]]
 
 
 class AgentPool(Protocol):
@@ -49,18 +57,17 @@ class PhaseContext:
     agents: AgentPool
     env: EnvironmentPort
     on_round: Callable[[int, int, dict[int, Completion], dict[int, list[OutcomeRecord]]], Awaitable[None]]
-    #: for schedulers that need them (asynchronous): the run's task and instance, and the
-    #: recorder of one agent step (phase, step, agent, call start, completion or None,
-    #: event rows before the call, event rows after it)
-    task: Any = None
-    instance: Any = None
-    record_step: Callable[..., Awaitable[None]] | None = None
-    #: the run's token counter (execution.token_counter, resolved): the asynchronous
-    #: schedule counts its communication tokens with it, as the environment does for commands
+    #: the run's task and instance; the recorder of one agent step, which a schedule that steps
+    #: agents' own loops (`Scheduler.steps_agents`) calls instead of `on_round`
+    task: Task | None = None
+    instance: Instance | None = None
+    record_step: RecordStep | None = None
+    #: the run's token counter (execution.token_counter, resolved), given to a schedule that
+    #: counts its messages' tokens itself (`Scheduler.counts_message_tokens`)
     count_tokens: Callable[[str], int] | None = None
-    #: the run's unreliable channel (envs/channel.py), for schedulers that route messages
-    #: themselves (asynchronous); None: perfect delivery
-    channel: Any = None
+    #: the run's unreliable channel (envs/channel.py), given to a schedule that routes messages
+    #: itself (`Scheduler.routes_messages`); None: perfect delivery
+    channel: Channel | None = None
 
 
 @dataclass
@@ -71,7 +78,17 @@ class PhaseResult:
 
 
 class Scheduler(ABC):
+    """One way of ordering turns. The class says what it needs from the driver beyond the agents
+    and the environment, so the driver asks the schedule instead of testing its name."""
+
     name: str
+    #: steps each agent's own loop (tool calls) and records each step itself: the context
+    #: carries the task, the instance and `record_step`, and every event is stamped with its time
+    steps_agents: ClassVar[bool] = False
+    #: counts its messages' tokens itself (else the environment counts commands' tokens)
+    counts_message_tokens: ClassVar[bool] = False
+    #: delivers messages itself, so the run's unreliable channel is handed to it
+    routes_messages: ClassVar[bool] = False
 
     @abstractmethod
     async def run_phase(self, ctx: PhaseContext) -> PhaseResult: ...
@@ -91,6 +108,11 @@ SCHEDULERS: Registry[type[Scheduler]] = Registry("schedule", {
 
 def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
     return SCHEDULERS.register(cls.name, cls)
+
+
+def scheduler_class(name: str) -> type[Scheduler]:
+    """The schedule `name` (what it needs, before a run builds one); UnknownName lists the schedules."""
+    return SCHEDULERS[name]
 
 
 def get_scheduler(name: str) -> Scheduler:
