@@ -25,7 +25,7 @@ _EXPORTS = {
     "run": "masgrid._api", "sweep": "masgrid._api", "grid": "masgrid._api", "compose": "masgrid._api",
     "load_results": "masgrid._api", "report": "masgrid._api", "Results": "masgrid._api",
     "RunConfig": "masgrid._private.platform.config", "ConfigError": "masgrid._private.platform.config",
-    "RunSummary": "masgrid._private.platform.driver", "SweepResult": "masgrid._private.platform.sweep",
+    "RunSummary": "masgrid._private.platform.run_summary", "SweepResult": "masgrid._private.platform.sweep",
     "Family": "masgrid.family", "Metric": "masgrid.family", "CliCommand": "masgrid.family",
     "families": "masgrid.family",
     "Task": "masgrid._private.envs.tasks.base", "Instance": "masgrid._private.envs.tasks.base", "Score": "masgrid._private.envs.tasks.base",
@@ -55,6 +55,6 @@ if TYPE_CHECKING:
     from masgrid._private.envs.tasks.base import Instance as Instance, Score as Score, Task as Task
     from masgrid.family import CliCommand as CliCommand, Family as Family, Metric as Metric, families as families
     from masgrid._private.platform.config import ConfigError as ConfigError, RunConfig as RunConfig
-    from masgrid._private.platform.driver import RunSummary as RunSummary
+    from masgrid._private.platform.run_summary import RunSummary as RunSummary
     from masgrid._private.platform.preflight import PreflightError as PreflightError
     from masgrid._private.platform.sweep import SweepResult as SweepResult

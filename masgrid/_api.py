@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.driver import RunSummary
+from masgrid._private.platform.run_summary import RunSummary
 from masgrid._private.platform.stopping import AdaptiveSettings
 from masgrid._private.platform.sweep import SweepResult, SweepSettings
 

@@ -64,6 +64,60 @@ def test_core_code_names_no_family():
     assert not found, "core code names a family (move it under masgrid/families/<family>/):\n" + "\n".join(found)
 
 
+SITE_ASSETS = PACKAGE / "_private" / "site" / "assets"
+
+
+def test_the_sites_core_scripts_name_no_family():
+    """The report site's own JavaScript, CSS and HTML (each family's panel script lives in its
+    folder) say nothing about a particular family: labels and headlines come from the data."""
+    pattern = _family_words()
+    found = [f"{path.name}:{n}: {m.group(0)!r}" for path in sorted(SITE_ASSETS.rglob("*")) if path.is_file()
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             for m in pattern.finditer(line) if m.group(0).lower() not in ORDINARY]
+    assert not found, "\n".join(found)
+
+
+#: a family's own notions: its declared metric columns; core code reads them only through the
+#: registry (Family.metrics), never by name
+def _family_metric_names() -> set[str]:
+    return {name for family in families().values() if family.folder is not None and PACKAGE in family.folder.parents
+            for name in family.metrics} - ORDINARY_METRIC_WORDS
+
+
+#: family columns whose names are also ordinary words of core code, with where and why
+ORDINARY_METRIC_WORDS = {
+    "diameter",  # the topology module's graph measure (topology_diameter is the core column)
+    "edges",  # a graph's edge list in the topology and records modules
+    "invalid_answers",  # a key of `masgrid score`'s JSON output, not the runs column
+}
+
+
+def test_core_code_uses_no_familys_metric_by_name():
+    names = _family_metric_names()
+    assert {"te", "cr", "rho"} <= names  # MAS-Bench's equations 6, 7 and 3 are MAS-Bench's columns
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent)
+        if rel.parts[1] == "families":
+            continue
+        for line, text in _code_tokens(path):
+            word = text[1:-1] if text[:1] in "\"'" and text[-1:] == text[:1] else None
+            if word in names or re.fullmatch(r"[a-z_]+\.(te|cr|rho)", text):
+                found.append(f"{rel}:{line}: {text[:60]!r}")
+    assert not found, "core code names a family's metric (declare and read it through Family.metrics):\n" + \
+        "\n".join(found)
+
+
+def test_core_code_asks_a_schedule_what_it_needs_instead_of_testing_its_name():
+    """`Scheduler.steps_agents`, `counts_message_tokens`, `routes_messages`, `placement` and
+    `packs_in_driver` say what a schedule needs; comparing a schedule's name hides that."""
+    found = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path.relative_to(PACKAGE).parts[0] != "families"
+             for n, line in enumerate(path.read_text().splitlines(), start=1)
+             if re.search(r"schedule\s*(==|!=|\bin\b)\s*[\"'(\[{]", line)]
+    assert not found, found
+
+
 def test_the_check_catches_a_family_name(tmp_path):
     """The check itself: a core module naming a family's task is found."""
     probe = tmp_path / "probe.py"

@@ -27,7 +27,7 @@ def test_ray_matches_local_for_every_packing(tmp_path, ray_session):
     reference = comparable_events(tmp_path / "local")
     for per_actor in (1, 3, 25):
         s = run_one(config(tmp_path, f"ray{per_actor}", execution={"agents_per_actor": per_actor}))
-        assert s.status == "ok" and s.success and s.rounds == local.rounds and s.te == local.te
+        assert s.status == "ok" and s.success and s.rounds == local.rounds and s.metrics == local.metrics
         pd.testing.assert_frame_equal(comparable_events(tmp_path / f"ray{per_actor}"), reference)
     names = {a["name"] for a in ray_session.util.list_named_actors(all_namespaces=True)}
     assert not any(n.startswith(("run:", "env:", "agents:")) for n in names), names
@@ -61,7 +61,7 @@ def test_pooled_hosts_are_reused_and_give_identical_results(tmp_path, ray_sessio
     fresh = run_local(config(tmp_path, "fresh", protocol="kv", agents=4, k=3, seed=1,
                              execution={"executor": "local"}))
     pooled = next(s for c, s in zip(cfgs, summaries) if c.protocol == "kv" and c.seed == 1)
-    assert (fresh.rounds, fresh.te, fresh.cr) == (pooled.rounds, pooled.te, pooled.cr)
+    assert (fresh.rounds, fresh.metrics) == (pooled.rounds, pooled.metrics)
     pd.testing.assert_frame_equal(comparable_events(tmp_path / "fresh"),
                                   comparable_events_of(tmp_path / "pool", pooled.run_id))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from masgrid.families.masbench.generator import init_sort_task
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.driver import RunSummary
+from masgrid._private.platform.run_summary import RunSummary
 from masgrid._private.platform.launch import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn, words
 

@@ -119,12 +119,16 @@ class ExecutionSettings(BaseModel):
 
     def resolved(self, schedule: str) -> ExecutionSettings:
         """`components`, `runs_per_driver` and `status_actor_after_s` as they apply to a task of
-        this schedule (auto and null resolved; explicit values kept): components in the driver,
-        four runs per process and no status actors for the sequential schedule; actors and a
-        status actor 30 s in elsewhere. Placement only: no run id changes."""
+        this schedule (auto and null resolved; explicit values kept), as the schedule declares
+        (`Scheduler.placement`, `Scheduler.packs_in_driver`): a schedule placed in the driver
+        packs four runs a process and has no status actors; elsewhere actors and a status actor
+        30 s in. Placement only: no run id changes."""
+        from masgrid._private.platform.schedulers import scheduler_class
+
+        steps = scheduler_class(schedule)
         components, per_driver = self.components, self.runs_per_driver
         if components == "auto":
-            if schedule == "sequential" or ((per_driver or 1) > 1 and schedule != "asynchronous"):
+            if steps.placement == "driver" or ((per_driver or 1) > 1 and steps.packs_in_driver):
                 components = "driver"
             elif (per_driver or 1) > 1:
                 raise ValueError(f"execution.runs_per_driver={per_driver}: the {schedule} schedule runs its "
@@ -133,7 +137,7 @@ class ExecutionSettings(BaseModel):
             else:
                 components = "actors"
         if per_driver is None:
-            per_driver = AUTO_RUNS_PER_DRIVER if components == "driver" and schedule == "sequential" else 1
+            per_driver = AUTO_RUNS_PER_DRIVER if components == "driver" and steps.placement == "driver" else 1
         status_after = self.status_actor_after_s
         if status_after == "auto":
             status_after = STATUS_ACTOR_AFTER_S if per_driver == 1 else None

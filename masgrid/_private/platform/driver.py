@@ -19,7 +19,6 @@ from datetime import datetime, UTC
 from typing import Any
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel
 
 from masgrid._private.actors import heap
 from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
@@ -39,6 +38,7 @@ from masgrid._private.platform.dashboard_metrics import RunProgress
 from masgrid._private.platform.schedulers import PhaseContext, get_scheduler, scheduler_class
 from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
 from masgrid._private.platform.run_outcome import classify_failure, error_classes_json, judge
+from masgrid._private.platform.run_summary import RunSummary, family_numbers
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
 #: pending events pass `execution.event_flush_bytes`), so a crash loses little
@@ -47,31 +47,6 @@ EVENT_FLUSH_ROUNDS = 10
 EVENT_ROW_BYTES = 256
 #: the event columns that carry model or environment text, capped at `execution.max_recorded_chars`
 CAPPED_COLUMNS = ("text", "reply")
-
-
-class RunSummary(BaseModel):
-    run_id: str
-    status: str
-    error: str | None = None
-    error_class: str | None = None  # failed runs: interrupted | task_error | config_error
-    attempts: int = 1  # executions in this sweep (interrupted ones are retried)
-    success: bool | None = None
-    sr: float | None = None
-    rounds: int | None = None
-    te: float | None = None
-    cr: float | None = None
-    #: the scored phase of a two-phase run (null otherwise): R, TE, CR as the paper's Table 1 reports them
-    rounds_phase2: int | None = None
-    te_phase2: float | None = None
-    cr_phase2: float | None = None
-    model_calls: int | None = None
-    model_errors: int | None = None
-    wall_s: float = 0.0
-    results_dir: str = ""
-    #: the run was interrupted because its model endpoint stopped answering: what the probe found
-    engine_lost: str | None = None
-    #: ... and which endpoint (engine_alive.endpoint_name): a team's run has several
-    engine_lost_endpoint: str | None = None
 
 
 @dataclass
@@ -424,9 +399,7 @@ class RunDriver:
                        model_error_classes=error_classes_json(log.error_classes))
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
         return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
-                          sr=run_row.get("sr"), rounds=run_row.get("rounds"), te=run_row.get("te"),
-                          cr=run_row.get("cr"), rounds_phase2=run_row.get("rounds_phase2"),
-                          te_phase2=run_row.get("te_phase2"), cr_phase2=run_row.get("cr_phase2"),
+                          sr=run_row.get("sr"), rounds=run_row.get("rounds"), **family_numbers(cfg.task, run_row),
                           model_calls=run_row.get("model_calls"),
                           model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir,
                           engine_lost=engine_lost, engine_lost_endpoint=engine_lost_endpoint)

@@ -31,7 +31,8 @@ from masgrid._private.actors import heap
 from masgrid._private.platform.admission import Admission, AdmissionControl, auto_ceiling, processes_per_run
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.prefix_cache import reset_prefix_cache
-from masgrid._private.platform.driver import RunDriver, RunSummary
+from masgrid._private.platform.driver import RunDriver
+from masgrid._private.platform.run_summary import RunSummary
 from masgrid._private.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid._private.platform.results_lock import ResultsLock
 from masgrid._private.platform.run_status import RunName

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from masgrid.family import family_metrics
+from masgrid.family import Metric, family_metrics
+
 
 #: Hive partition keys of every table, in directory order.
 PARTITION_KEYS = ("task", "protocol")
@@ -62,99 +63,131 @@ LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("t
 #: metrics recorded per phase as `<name>_phase1` / `<name>_phase2` (platform/phase_metrics.py): phase 1
 #: is the first run of the task, phase 2 the rerun of a two-phase condition (null otherwise).
 #: MAS-Bench tables report the scored phase by default (families/masbench/phases.py).
-PHASE_METRICS: dict[str, tuple[pa.DataType, str]] = {
-    "success": (pa.bool_(), "success of the submissions the phase ended with"),
-    "sr": (pa.float64(), "sr of the submissions the phase ended with"),
-    "check": (pa.bool_(), "the task's global check of the submissions the phase ended with"),
-    "submitted": (pa.int64(), "agents that submitted in the phase"),
-    "rounds": (pa.int64(), "R = max over agents of model calls (eq. 5)"),
-    "tokens_in": (pa.int64(), "prompt tokens"),
-    "tokens_out": (pa.int64(), "completion tokens"),
-    "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
-    "tokens_comm": (pa.int64(), "communication tokens (appendix C)"),
-    "te": (pa.float64(), "token efficiency N*K / tokens_total * 1e5 (eq. 6)"),
-    "cr": (pa.float64(), "communication ratio tokens_comm / tokens_total (eq. 7)"),
+PHASE_METRICS: dict[str, Metric] = {
+    "success": Metric(type="bool", unit="boolean", meaning="success of the submissions the phase ended with"),
+    "sr": Metric(type="float64", unit="fraction in [0, 1]", meaning="sr of the submissions the phase ended with"),
+    "check": Metric(type="bool", unit="boolean", meaning=
+        "the task's global check of the submissions the phase ended with"),
+    "submitted": Metric(type="int64", unit="agents", meaning="agents that submitted in the phase"),
+    "rounds": Metric(type="int64", unit="rounds (model calls)", meaning="R = max over agents of model calls (eq. 5)"),
+    "tokens_in": Metric(type="int64", unit="tokens", meaning="prompt tokens"),
+    "tokens_out": Metric(type="int64", unit="tokens", meaning="completion tokens"),
+    "tokens_total": Metric(type="int64", unit="tokens", meaning="tokens_in + tokens_out"),
+    "tokens_comm": Metric(type="int64", unit="tokens", meaning="communication tokens (appendix C)"),
 }
 
-#: metric columns every family shares: name -> (type, meaning); docs/results.md's schema table is built from it
-CORE_METRICS: dict[str, tuple[pa.DataType, str]] = {
-    "success": (pa.bool_(), "instance solved: every agent's answer correct (SR = 1); null when the task has no "
-                "answer key (open generation questions, judged afterwards)"),
-    "sr": (pa.float64(), "success rate, fraction of agents whose answer equals their expected answer (each family's docs give "
-           "its paper's equation)"),
-    "check": (pa.bool_(), "the task's global check of all submissions together (a family's own rule; null when it has none)"),
-    "rounds": (pa.int64(), "R = max over agents of model calls, all phases (eq. 5)"),
-    "te": (pa.float64(), "token efficiency N*K / total tokens * 1e5 (eq. 6)"),
-    "cr": (pa.float64(), "communication ratio, communication tokens / total tokens (eq. 7)"),
-    "rho": (pa.float64(), "inversion rate of the global input (eq. 3)"),
-    "submitted": (pa.int64(), "agents that submitted in the final phase"),
-    "tokens_in": (pa.int64(), "prompt tokens over all model calls"),
-    "tokens_out": (pa.int64(), "completion tokens over all model calls"),
-    "tokens_total": (pa.int64(), "tokens_in + tokens_out"),
-    "tokens_comm": (pa.int64(), "tokens of communication commands and their replies ; under the "
-                    "asynchronous schedule: message tool calls, their results and the messages delivered"),
-    "messages_sent": (pa.int64(), "messages sent (a broadcast counts once; kv writes count)"),
-    "model_calls": (pa.int64(), "model calls made"),
-    "calls_from_cache": (pa.int64(), "model calls answered from the response cache (model.cache): no request "
-                         "was sent; null in results recorded before the cache existed"),
-    "tokens_in_from_cache": (pa.int64(), "prompt tokens of the calls answered from the response cache (part of "
-                             "tokens_in: what the original calls used; spent on this run: tokens_in minus these)"),
-    "tokens_out_from_cache": (pa.int64(), "completion tokens of the calls answered from the response cache (part "
-                              "of tokens_out, as tokens_in_from_cache)"),
-    "model_errors": (pa.int64(), "model calls that failed after retries"),
-    "model_error_rate": (pa.float64(), "model_errors / model_calls (0 when no call was made); above "
-                         "validity.max_model_error_rate the run is invalid"),
-    "agents_stopped": (pa.int64(), "agents no longer called because the server refused a call for good "
-                       "(a 4xx such as context length exceeded)"),
-    "context_overflows": (pa.int64(), "model calls refused because the prompt (or prompt + max_tokens) did not fit "
-                          "the model's context (error class context_length): each stops its agent, as the model's "
-                          "own limit; they count towards no failure rate (docs/results.md, Run status)"),
-    "content_filtered": (pa.int64(), "model calls the provider's content filter refused (error class content_filter) "
-                         "or cut short (an answer with finish_reason content_filter, its text empty or partial): "
-                         "the deployed model's answers, counted towards no failure rate (docs/results.md, Run status)"),
-    "tokens_cached": (pa.int64(), "prompt tokens the server answered from its prefix cache (usage.prompt_tokens_"
-                      "details.cached_tokens), summed over the calls that reported it; null when none did"),
-    "cache_hit_rate": (pa.float64(), "tokens_cached / tokens_in: share of prompt tokens served from the prefix "
-                       "cache; null when no call reported cached tokens"),
-    "calls_cache_reported": (pa.int64(), "successful model calls whose server reported cached tokens (if fewer "
-                             "than model_calls - model_errors, cache_hit_rate understates the cache)"),
-    "queue_s": (pa.float64(), "seconds the run's model calls waited for their endpoint's shared connection "
-                "limit (model.max_connections), summed over calls; not part of any latency; 0 without a shared limit"),
-    "calls_usage_estimated": (pa.int64(), "successful model calls whose tokens were counted locally because "
-                              "the server sent no usage, or usage that was not a count (usage_source estimate or invalid)"),
-    "command_errors": (pa.int64(), "commands answered with an error or 'Unknown command'"),
-    "stacked_blocks": (pa.int64(), "fenced blocks that broke the one-command-per-block rule: several commands "
-                       "(each run on its own), text no command takes, or command lines kept in a write_file value; "
-                       "each has a harness event with verb stacked"),
-    "team_by_model": (pa.string(), "team runs (else null): JSON {member: {backend, model, agents, model_calls, "
-                      "model_errors, model_error_rate, tokens_in, tokens_out, tokens_total, status}}; status is the "
-                      "member judged alone by validity.max_model_error_rate (docs/team.md)"),
-    "team_strong_degree": (pa.float64(), "team runs with a composition on a task with a communication graph (else "
-                           "null): mean degree of the agents running the strong member (the first entry)"),
-    "startup_s": (pa.float64(), "seconds from driver start until environment and agent actors were ready"),
-    "channel_sent": (pa.int64(), "messages offered to the unreliable channel, one per (message, recipient) "
-                     "(docs/channel.md); null when the channel is off"),
-    "channel_delivered": (pa.int64(), "channel messages not lost (on time or late); null when the channel is off"),
-    "channel_lost": (pa.int64(), "channel messages dropped; null when the channel is off"),
-    "channel_late": (pa.int64(), "channel messages delayed by channel.delay_rounds; null when the channel is off"),
-    "channel_duplicated": (pa.int64(), "channel messages delivered twice; null when the channel is off"),
-    "channel_reordered": (pa.int64(), "channel messages moved ahead of their batch; null when the channel is off"),
-    "topology_edges": (pa.string(), "JSON list of [u, v] agent-id pairs (u < v, sorted) of the communication graph: "
-                       "the restricted topology's, or the task's own graph (Task.graph_edges); null for the complete "
-                       "graph (docs/topology.md)"),
-    "topology_n_edges": (pa.int64(), "edges of the communication graph"),
-    "topology_diameter": (pa.int64(), "diameter of the communication graph (longest shortest path); null when "
-                          "it is disconnected"),
-    "topology_min_degree": (pa.int64(), "smallest number of neighbours of an agent in the communication graph"),
-    "topology_mean_degree": (pa.float64(), "mean number of neighbours (2 * edges / agents)"),
-    "topology_max_degree": (pa.int64(), "largest number of neighbours of an agent"),
-    "topology_connected": (pa.bool_(), "the communication graph is connected"),
-    "topology_seed": (pa.int64(), "seed the graph generator received (topology.seed, or derived from the run "
-                      "seed); null for kinds without randomness"),
-    "comm_floor_success": (pa.bool_(), "no-communication floor: whether every agent answering from its own input "
-                           "alone solves this instance (Task.isolated_answers); null when the task defines none"),
-    **{f"{name}_phase{p}": (t, f"{meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
-       for p in (1, 2) for name, (t, meaning) in PHASE_METRICS.items()},
+#: metric columns every family shares, declared as families declare theirs (`Metric`: type, unit, meaning);
+#: docs/results.md's schema table is built from them
+CORE_METRICS: dict[str, Metric] = {
+    "success": Metric(type="bool", unit="boolean", meaning=
+        "instance solved: every agent's answer correct (SR = 1); null when the task has no answer key (open "
+        "generation questions, judged afterwards)"),
+    "sr": Metric(type="float64", unit="fraction in [0, 1]", meaning=
+        "success rate, fraction of agents whose answer equals their expected answer (each family's docs give its "
+        "paper's equation)"),
+    "check": Metric(type="bool", unit="boolean", meaning=
+        "the task's global check of all submissions together (a family's own rule; null when it has none)"),
+    "rounds": Metric(type="int64", unit="rounds (model calls)", meaning=
+        "R = max over agents of model calls, all phases (eq. 5)"),
+    "submitted": Metric(type="int64", unit="agents", meaning="agents that submitted in the final phase"),
+    "tokens_in": Metric(type="int64", unit="tokens", meaning="prompt tokens over all model calls"),
+    "tokens_out": Metric(type="int64", unit="tokens", meaning="completion tokens over all model calls"),
+    "tokens_total": Metric(type="int64", unit="tokens", meaning="tokens_in + tokens_out"),
+    "tokens_comm": Metric(type="int64", unit="tokens", meaning=
+        "tokens of communication commands and their replies ; under the asynchronous schedule: message tool calls, "
+        "their results and the messages delivered"),
+    "messages_sent": Metric(type="int64", unit="messages", meaning=
+        "messages sent (a broadcast counts once; kv writes count)"),
+    "model_calls": Metric(type="int64", unit="calls", meaning="model calls made"),
+    "calls_from_cache": Metric(type="int64", unit="calls", meaning=
+        "model calls answered from the response cache (model.cache): no request was sent; null in results recorded "
+        "before the cache existed"),
+    "tokens_in_from_cache": Metric(type="int64", unit="tokens", meaning=
+        "prompt tokens of the calls answered from the response cache (part of tokens_in: what the original calls "
+        "used; spent on this run: tokens_in minus these)"),
+    "tokens_out_from_cache": Metric(type="int64", unit="tokens", meaning=
+        "completion tokens of the calls answered from the response cache (part of tokens_out, as "
+        "tokens_in_from_cache)"),
+    "fallbacks": Metric(type="int64", unit="replies", meaning=
+        "replies that failed the protocol's format check (a protocol with a reply validator) and got one retry"),
+    "failed_parses": Metric(type="int64", unit="replies", meaning="retries that failed the format check as well"),
+    "model_errors": Metric(type="int64", unit="calls", meaning="model calls that failed after retries"),
+    "model_error_rate": Metric(type="float64", unit="fraction in [0, 1]", meaning=
+        "model_errors / model_calls (0 when no call was made); above validity.max_model_error_rate the run is "
+        "invalid"),
+    "agents_stopped": Metric(type="int64", unit="agents", meaning=
+        "agents no longer called because the server refused a call for good (a 4xx such as context length exceeded)"),
+    "context_overflows": Metric(type="int64", unit="calls", meaning=
+        "model calls refused because the prompt (or prompt + max_tokens) did not fit the model's context (error "
+        "class context_length): each stops its agent, as the model's own limit; they count towards no failure rate "
+        "(docs/results.md, Run status)"),
+    "content_filtered": Metric(type="int64", unit="calls", meaning=
+        "model calls the provider's content filter refused (error class content_filter) or cut short (an answer "
+        "with finish_reason content_filter, its text empty or partial): the deployed model's answers, counted "
+        "towards no failure rate (docs/results.md, Run status)"),
+    "tokens_cached": Metric(type="int64", unit="tokens", meaning=
+        "prompt tokens the server answered from its prefix cache (usage.prompt_tokens_details.cached_tokens), "
+        "summed over the calls that reported it; null when none did"),
+    "cache_hit_rate": Metric(type="float64", unit="fraction in [0, 1]", meaning=
+        "tokens_cached / tokens_in: share of prompt tokens served from the prefix cache; null when no call reported"
+        " cached tokens"),
+    "calls_cache_reported": Metric(type="int64", unit="calls", meaning=
+        "successful model calls whose server reported cached tokens (if fewer than model_calls - model_errors, "
+        "cache_hit_rate understates the cache)"),
+    "queue_s": Metric(type="float64", unit="seconds", meaning=
+        "seconds the run's model calls waited for their endpoint's shared connection limit (model.max_connections),"
+        " summed over calls; not part of any latency; 0 without a shared limit"),
+    "calls_usage_estimated": Metric(type="int64", unit="calls", meaning=
+        "successful model calls whose tokens were counted locally because the server sent no usage, or usage that "
+        "was not a count (usage_source estimate or invalid)"),
+    "command_errors": Metric(type="int64", unit="commands", meaning=
+        "commands answered with an error or 'Unknown command'"),
+    "stacked_blocks": Metric(type="int64", unit="blocks", meaning=
+        "fenced blocks that broke the one-command-per-block rule: several commands (each run on its own), text no "
+        "command takes, or command lines kept in a write_file value; each has a harness event with verb stacked"),
+    "team_by_model": Metric(type="string", unit="JSON", meaning=
+        "team runs (else null): JSON {member: {backend, model, agents, model_calls, model_errors, model_error_rate,"
+        " tokens_in, tokens_out, tokens_total, status}}; status is the member judged alone by "
+        "validity.max_model_error_rate (docs/team.md)"),
+    "team_strong_degree": Metric(type="float64", unit="edges (mean node degree)", meaning=
+        "team runs with a composition on a task with a communication graph (else null): mean degree of the agents "
+        "running the strong member (the first entry)"),
+    "startup_s": Metric(type="float64", unit="seconds", meaning=
+        "seconds from driver start until environment and agent actors were ready"),
+    "channel_sent": Metric(type="int64", unit="count", meaning=
+        "messages offered to the unreliable channel, one per (message, recipient) (docs/channel.md); null when the "
+        "channel is off"),
+    "channel_delivered": Metric(type="int64", unit="count", meaning=
+        "channel messages not lost (on time or late); null when the channel is off"),
+    "channel_lost": Metric(type="int64", unit="count", meaning=
+        "channel messages dropped; null when the channel is off"),
+    "channel_late": Metric(type="int64", unit="count", meaning=
+        "channel messages delayed by channel.delay_rounds; null when the channel is off"),
+    "channel_duplicated": Metric(type="int64", unit="count", meaning=
+        "channel messages delivered twice; null when the channel is off"),
+    "channel_reordered": Metric(type="int64", unit="count", meaning=
+        "channel messages moved ahead of their batch; null when the channel is off"),
+    "topology_edges": Metric(type="string", unit="JSON", meaning=
+        "JSON list of [u, v] agent-id pairs (u < v, sorted) of the communication graph: the restricted topology's, "
+        "or the task's own graph (Task.graph_edges); null for the complete graph (docs/topology.md)"),
+    "topology_n_edges": Metric(type="int64", unit="edges", meaning="edges of the communication graph"),
+    "topology_diameter": Metric(type="int64", unit="edges (hops)", meaning=
+        "diameter of the communication graph (longest shortest path); null when it is disconnected"),
+    "topology_min_degree": Metric(type="int64", unit="neighbours", meaning=
+        "smallest number of neighbours of an agent in the communication graph"),
+    "topology_mean_degree": Metric(type="float64", unit="neighbours", meaning=
+        "mean number of neighbours (2 * edges / agents)"),
+    "topology_max_degree": Metric(type="int64", unit="neighbours", meaning="largest number of neighbours of an agent"),
+    "topology_connected": Metric(type="bool", unit="boolean", meaning="the communication graph is connected"),
+    "topology_seed": Metric(type="int64", unit="seed", meaning=
+        "seed the graph generator received (topology.seed, or derived from the run seed); null for kinds without "
+        "randomness"),
+    "comm_floor_success": Metric(type="bool", unit="boolean", meaning=
+        "no-communication floor: whether every agent answering from its own input alone solves this instance "
+        "(Task.isolated_answers); null when the task defines none"),
+    **{f"{name}_phase{p}": Metric(type=metric.type, unit=metric.unit,
+                                  meaning=f"{metric.meaning}, phase {p} only" + (" (two-phase conditions), else null" if p == 2 else ""))
+       for p in (1, 2) for name, metric in PHASE_METRICS.items()},
 }
 
 RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -181,7 +214,7 @@ RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
 ]
 
 
-def _run_metrics() -> dict[str, tuple[pa.DataType, str]]:
+def _run_metrics() -> dict[str, Metric]:
     """The core metrics, then each installed family's, in family order. A family column that
     reuses a core, configuration or status column's name is refused: it would silently take
     that column's place in every runs file."""
@@ -191,15 +224,15 @@ def _run_metrics() -> dict[str, tuple[pa.DataType, str]]:
     clashes = sorted(taken & set(family_metrics()))
     if clashes:
         raise FamilyError(f"family metric columns reuse masgrid's own column names: {', '.join(clashes)}")
-    return {**CORE_METRICS, **{name: (m.arrow_type(), m.meaning) for name, m in family_metrics().items()}}
+    return {**CORE_METRICS, **family_metrics()}
 
 
 #: every metric column: the core ones, then each installed family's, in family order
-RUN_METRICS: dict[str, tuple[pa.DataType, str]] = _run_metrics()
+RUN_METRICS: dict[str, Metric] = _run_metrics()
 
 
 def runs_schema() -> pa.Schema:
-    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, t) for k, (t, _) in RUN_METRICS.items()]
+    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, m.arrow_type()) for k, m in RUN_METRICS.items()]
     return pa.schema(fields + RUN_STATUS_COLUMNS[1:])
 
 

@@ -203,12 +203,10 @@ class AdaptiveSettings(BaseModel):
 
 def numeric_metrics() -> dict[str, str]:
     """Runs columns a rule can use: name -> 'bool' or 'number' (imports Arrow: adaptive sweeps only)."""
-    import pyarrow as pa
-
     from masgrid._private.platform.records import RUN_METRICS
 
-    return {name: "bool" if pa.types.is_boolean(kind) else "number" for name, (kind, _) in RUN_METRICS.items()
-            if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)}
+    return {name: "bool" if m.type == "bool" else "number" for name, m in RUN_METRICS.items()
+            if m.type in ("bool", "int64", "float64")}
 
 
 def metric_kind(metric: str) -> str | None:

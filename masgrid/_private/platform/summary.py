@@ -1,4 +1,5 @@
-"""Terminal summary of a finished run."""
+"""Terminal summary of a finished run: the core numbers, then the family's headline and its
+own columns with their units (`Family.metrics`); a two-phase run adds its scored phase."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from rich.console import Console
 from rich.table import Table
 
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.driver import RunSummary
+from masgrid._private.platform.run_summary import RunSummary
+from masgrid.family import family_of
 
 
 def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None) -> None:
@@ -26,17 +28,16 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     if s.model_calls is not None and cfg.backend != "scripted":
         rate = s.model_errors / s.model_calls if s.model_calls and s.model_errors is not None else 0.0
         rows.append(("model calls", f"{s.model_calls} ({s.model_errors} failed, {rate:.1%})"))
-    both = " (both phases)" if s.rounds_phase2 is not None else ""
-    rows += [
-        ("success", str(s.success)),
-        ("SR", _fmt(s.sr, "{:.3f}")),
-        (f"rounds R{both}", _fmt(s.rounds, "{}")),
-        (f"token efficiency TE{both}", _fmt(s.te, "{:.2f}")),
-        (f"communication ratio CR{both}", _fmt(s.cr, "{:.3f}")),
-    ]
-    if both:  # the tables report the scored phase (docs/tasks/masbench.md, "Per-phase metrics")
-        rows.append(("phase 2 (scored)", f"R {_fmt(s.rounds_phase2, '{}')}, TE {_fmt(s.te_phase2, '{:.2f}')}, "
-                                         f"CR {_fmt(s.cr_phase2, '{:.3f}')}"))
+    both = " (both phases)" if s.phase2 else ""
+    rows += [("success", str(s.success)), ("SR", _fmt(s.sr)), (f"rounds R{both}", _fmt(s.rounds))]
+    if s.headline not in ("sr", "success", "rounds"):  # the family reports another number first
+        rows.append((f"{s.headline} (headline){both if s.headline in s.phase2 else ''}", _fmt(s.headline_value)))
+    units = _units(cfg.task)
+    rows += [(f"{name}{both if name in s.phase2 else ''}", _fmt(value, units.get(name)))
+             for name, value in s.metrics.items() if name != s.headline]
+    if s.phase2:  # the family's tables report the scored phase (e.g. docs/tasks/masbench.md, "Per-phase metrics")
+        rows.append(("phase 2 (scored)", ", ".join(f"{name} {_fmt(value)}" for name, value in s.phase2.items()
+                                                   if name in ("rounds", s.headline) or name in s.metrics)))
     rows += [
         ("wall time", f"{s.wall_s:.2f} s"),
         ("results", f"{s.results_dir}/{{runs,agents,events}} (pandas.read_parquet)"),
@@ -52,5 +53,14 @@ def _status(status: str) -> str:
     return status + note
 
 
-def _fmt(value: object, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
+def _units(task: str) -> dict[str, str]:
+    family = family_of(task)
+    return {name: m.unit for name, m in family.metrics.items()} if family is not None else {}
+
+
+def _fmt(value: object, unit: str | None = None) -> str:
+    """Floats to 4 significant digits (the rows' precision is not the point of a terminal summary)."""
+    if value is None:
+        return "-"
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{text} ({unit})" if unit and unit != "-" else text

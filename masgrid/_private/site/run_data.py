@@ -14,7 +14,6 @@ from masgrid._private.analysis.families import family_name
 from masgrid.family import families
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.records import AGENT_COLUMNS, RUN_METRICS
-from masgrid._private.platform.schema_doc import UNITS
 from masgrid._private.site.jsdata import plain
 
 #: one runs row as a plain dict (column -> value); far cheaper to read than a pandas Series
@@ -100,10 +99,10 @@ def ignored_keys(task: str) -> tuple[str, ...]:
 def metrics(run: Run) -> list[dict[str, Any]]:
     """Every recorded (non-null) metric of the run with its unit and meaning."""
     out = []
-    for name, (_, meaning) in RUN_METRICS.items():
+    for name, metric in RUN_METRICS.items():
         value = _get(run, name)
         if value is not None:
-            out.append({"name": name, "value": value, "unit": UNITS.get(name, ""), "meaning": meaning})
+            out.append({"name": name, "value": value, "unit": metric.unit, "meaning": metric.meaning})
     return out
 
 

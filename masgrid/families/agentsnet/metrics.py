@@ -5,10 +5,6 @@ from __future__ import annotations
 from masgrid.family import Metric
 
 METRICS: dict[str, Metric] = {
-    "fallbacks": Metric(type="int64", unit='replies', meaning=(
-        "replies that failed the protocol's format check and got one retry (AgentsNet)")),
-    "failed_parses": Metric(type="int64", unit='replies', meaning=(
-        "retries that failed the format check as well (AgentsNet)")),
     "soft_score": Metric(type="float64", unit='fraction in [0, 1]', meaning=(
         "AgentsNet soft score of the final answers, as the released code computes it (appendix B)")),
     "message_rounds": Metric(type="int64", unit='rounds', meaning=(

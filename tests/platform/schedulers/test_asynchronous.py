@@ -239,9 +239,11 @@ def test_each_schedule_declares_what_it_needs_from_the_driver() -> None:
     from masgrid._private.platform.schedulers import SCHEDULERS, scheduler_class
 
     needs = {name: (scheduler_class(name).steps_agents, scheduler_class(name).counts_message_tokens,
-                    scheduler_class(name).routes_messages) for name in ("lockstep", "sequential", "asynchronous")}
-    assert needs == {"lockstep": (False, False, False), "sequential": (False, False, False),
-                     "asynchronous": (True, True, True)}
+                    scheduler_class(name).routes_messages, scheduler_class(name).placement,
+                    scheduler_class(name).packs_in_driver) for name in ("lockstep", "sequential", "asynchronous")}
+    assert needs == {"lockstep": (False, False, False, "actors", True),
+                     "sequential": (False, False, False, "driver", True),
+                     "asynchronous": (True, True, True, "actors", False)}
     assert "local_rounds" in SCHEDULERS.names() and not scheduler_class("local_rounds").steps_agents
 
 

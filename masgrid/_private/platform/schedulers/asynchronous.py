@@ -95,6 +95,7 @@ class AsynchronousScheduler(Scheduler):
     steps_agents = True
     counts_message_tokens = True
     routes_messages = True
+    packs_in_driver = False  # the environment (the session's tools) works while agents call
 
     def __init__(self) -> None:
         self.session: Any = None

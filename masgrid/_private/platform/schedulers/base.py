@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from masgrid._private.actors.backends import Completion
 from masgrid._private.actors.environment import OutcomeRecord
@@ -89,6 +89,12 @@ class Scheduler(ABC):
     counts_message_tokens: ClassVar[bool] = False
     #: delivers messages itself, so the run's unreliable channel is handed to it
     routes_messages: ClassVar[bool] = False
+    #: where execution.components=auto puts the run's environment and agent hosts: "driver" for a
+    #: schedule whose turns never overlap (nothing to gain from other processes; four runs then
+    #: share a driver process), "actors" where the environment works while agents call
+    placement: ClassVar[Literal["driver", "actors"]] = "actors"
+    #: runs_per_driver > 1 may pack this schedule's components into the driver under auto
+    packs_in_driver: ClassVar[bool] = True
 
     @abstractmethod
     async def run_phase(self, ctx: PhaseContext) -> PhaseResult: ...

@@ -21,6 +21,7 @@ EXPECT_TURN = "turn"
 @register_scheduler
 class SequentialScheduler(Scheduler):
     name = "sequential"
+    placement = "driver"  # one agent speaks at a time: its components gain nothing from actors
 
     async def run_phase(self, ctx: PhaseContext) -> PhaseResult:
         n = ctx.n_agents

@@ -73,7 +73,7 @@ const INDEX_COLUMNS = [
   ["rounds", "R"], ["tokens_total", "tokens"], ["wall_s", "wall (s)"], ["model_error_rate", "model error rate"],
 ];
 const COLUMN_HELP = {
-  score: "the family's headline metric: SR (MAS-Bench), P (SILO-Bench), soft score (AgentsNet), accuracy (SIMAS)",
+  score: "each run's family's headline metric (Family.site_score): point at a value for its name",
   sr: "success rate: fraction of agents whose answer is correct (0-1)", rounds: "R: max model calls of an agent",
   tokens_total: "prompt + completion tokens of all calls", model_error_rate: "failed model calls / calls",
 };
