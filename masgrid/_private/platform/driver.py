@@ -30,14 +30,15 @@ from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
-from masgrid._private.envs.topology import neighbor_lists, run_edges, summary as topology_summary, system_prompt
+from masgrid._private.envs.topology import system_prompt
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.phase_metrics import mark, phase_columns, phase_usage
+from masgrid._private.platform.phase_metrics import mark
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid._private.platform.dashboard_metrics import RunProgress
 from masgrid._private.platform.schedulers import PhaseContext, get_scheduler, scheduler_class
 from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
 from masgrid._private.platform.run_outcome import classify_failure, error_classes_json, judge
+from masgrid._private.platform.run_metrics import PlayedRun, agent_rows, run_metrics
 from masgrid._private.platform.run_summary import RunSummary, family_numbers
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
@@ -527,16 +528,8 @@ class RunDriver:
         submissions: list[Any] = [None] * cfg.agents
         watch = EngineWatch(watched_endpoints(cfg), cfg.preflight)
         for phase in range(1, n_phases + 1):
-            setups = {}
-            for i in range(cfg.agents):
-                view = task.view(instance, i, phase=phase, previous=previous[i])
-                setups[i] = AgentSetup(view=view, system_prompt=system_prompt(task, view, cfg.protocol, cfg.condition))
-            if phase == 1:
-                first_prompts = [setups[i].system_prompt for i in range(cfg.agents)]
-            log.record_prompts(phase, {i: s.system_prompt for i, s in setups.items()})
-            # The environment's reset and the hosts' fresh histories are independent: one round trip.
-            await asyncio.gather(env_port.call("reset"), pool.broadcast(
-                "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
+            prompts = await self._start_phase(task, instance, phase, previous, log, env_port, pool)
+            first_prompts = prompts if phase == 1 else first_prompts
             ctx = PhaseContext(phase=phase, n_agents=cfg.agents, max_rounds=task.round_limit(instance, cfg.max_rounds),
                                agents=LoggedAgents(pool, log, phase, flush, watch), env=env,
                                on_round=on_round, task=task, instance=instance, record_step=record_step,
@@ -557,77 +550,27 @@ class RunDriver:
         await asyncio.gather(pool.close(), drain())
 
         score, scoring = await self._final_score(task, instance, submissions, log, n_phases)
-        phase_scores = [task.score(instance, subs) for subs in phase_subs[:-1]] + [score]
-        phased = phase_columns([phase_usage(a, b) for a, b in zip(marks, marks[1:])], phase_scores, phase_subs)
-        phase1_correct = phase_scores[0].correct
-        stats = log.stats
-        usage = {
-            "tokens_in": sum(s.tokens_in for s in stats),
-            "tokens_out": sum(s.tokens_out for s in stats),
-            "tokens_comm": sum(s.tokens_comm for s in stats),
-        }
-        usage["tokens_total"] = usage["tokens_in"] + usage["tokens_out"]
-        graph_edges = run_edges(cfg.topology, cfg.seed, task, instance)
-        degrees = [cfg.agents - 1] * cfg.agents if graph_edges is None else [
-            len(a) for a in neighbor_lists(cfg.agents, graph_edges)]
-        metrics: dict[str, Any] = {
-            "success": score.success,
-            "sr": None if None in score.correct else sum(score.correct) / len(score.correct),
-            "rounds": max(s.rounds for s in stats),
-            "submitted": sum(s is not None for s in submissions),
-            **usage,
-            "messages_sent": sum(s.messages_sent for s in stats),
-            "model_calls": sum(s.model_calls for s in stats),
-            **{key: sum(getattr(s, key) for s in stats) for key in CACHE_COUNTERS},
-            "fallbacks": sum(s.fallbacks for s in stats),
-            "failed_parses": sum(s.failed_parses for s in stats),
-            "model_errors": sum(s.model_errors for s in stats),
-            "queue_s": sum(s.queue_s for s in stats),
-            "agents_stopped": sum(s.stopped is not None for s in stats),
-            "context_overflows": log.error_classes.get("context_length", 0),
-            "content_filtered": log.error_classes.get("content_filter", 0) + log.filtered_replies,
-            **cache_metrics(stats),
-            "calls_usage_estimated": log.usage_estimated,
-            "command_errors": sum(s.command_errors for s in stats),
-            "stacked_blocks": sum(s.stacked_blocks for s in stats),
-            "startup_s": startup_s,
-            **phased,
-            **topology_summary(cfg.topology, cfg.agents, cfg.seed, graph_edges),
-            "comm_floor_success": task.no_communication_floor(instance),
-        }
-        metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
-        metrics.update(channel_metrics(log.channel_outcomes) if cfg.channel.active else {})
-        metrics.update({k: v for k, v in score.metrics.items() if k != "sr"})
-        metrics.update(scoring)  # a scoring model's calls and tokens, apart from the agents'
-        metrics.update(team_metrics(cfg, task, instance, log))
-        # Run-level counts a task's metrics may need (SILO C and D), beside the token usage.
-        counts = {"rounds": metrics["rounds"], "messages_sent": metrics["messages_sent"],
-                  "model_errors": metrics["model_errors"],
-                  "deliveries": sum(s.deliveries for s in stats),
-                  "files_read_others": sum(s.files_read_others for s in stats),
-                  "phase1_submissions": phase_subs[0] if n_phases > 1 else None}
-        phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
-        metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
-        from masgrid._private.platform.records import RUN_METRICS
+        played = PlayedRun(n_phases=n_phases, phase_submissions=phase_subs, marks=marks, first_prompts=first_prompts,
+                           startup_s=startup_s)
+        scores = played.phase_scores(task, instance, score)
+        return (run_metrics(cfg, task, instance, log, scores, scoring, played),
+                agent_rows(cfg, task, instance, log, scores, played))
 
-        undeclared = sorted(set(metrics) - set(RUN_METRICS))
-        if undeclared:  # the recorder would drop them silently: a family must declare its columns
-            raise ValueError(f"task {cfg.task} reports metrics no family declares (Family.metrics): "
-                             f"{', '.join(undeclared)}")
-        agent_rows = [
-            {
-                "run_id": log.run_id, **log.partition, "agent": i,
-                "submission": _json(submissions[i]), "expected": _json(instance.expected[i]),
-                "correct": score.correct[i], "partial": score.partial[i],
-                "submitted_phase1": _json(phase_subs[0][i]) if n_phases > 1 else None,
-                "correct_phase1": phase1_correct[i] if n_phases > 1 else None,
-                "degree": degrees[i],
-                "system_prompt": first_prompts[i], **_agent_counters(stats[i]), **agent_model(cfg, i), **cfg.labels(),
-            }
-            for i in range(cfg.agents)
-        ]
-        return metrics, agent_rows
 
+    async def _start_phase(self, task: Task, instance: Instance, phase: int, previous: list[Any], log: RunLog,
+                           env_port: Port, pool: AgentPoolClient) -> list[str]:
+        """Each agent's view and system prompt for `phase` (recorded), the environment reset and
+        the hosts' histories fresh; the prompts, agent by agent."""
+        cfg = self.cfg
+        setups = {}
+        for i in range(cfg.agents):
+            view = task.view(instance, i, phase=phase, previous=previous[i])
+            setups[i] = AgentSetup(view=view, system_prompt=system_prompt(task, view, cfg.protocol, cfg.condition))
+        log.record_prompts(phase, {i: s.system_prompt for i, s in setups.items()})
+        # The environment's reset and the hosts' fresh histories are independent: one round trip.
+        await asyncio.gather(env_port.call("reset"), pool.broadcast(
+            "start_phase", {h: {i: setups[i] for i in ids} for h, ids in pool.groups(list(range(cfg.agents))).items()}))
+        return [setups[i].system_prompt for i in range(cfg.agents)]
 
     async def _final_score(self, task: Task, instance: Instance, submissions: list[Any], log: RunLog,
                            phase: int) -> tuple[Any, dict[str, Any]]:
@@ -651,18 +594,6 @@ class RunDriver:
                                       lambda prompt, c: log.record_scoring_call(phase, request.actor, prompt, c))
         finally:
             await host_clients(shared).aclose()
-
-
-def channel_metrics(outcomes: Counter) -> dict[str, int]:
-    """The run's channel counts from its messages' outcome labels (docs/channel.md)."""
-    def having(part: str) -> int:
-        return sum(n for label, n in outcomes.items() if part in label.split("+"))
-
-    sent = sum(outcomes.values())
-    lost = outcomes.get("lost", 0)
-    return {"channel_sent": sent, "channel_delivered": sent - lost, "channel_lost": lost,
-            "channel_late": having("delayed"), "channel_duplicated": having("duplicated"),
-            "channel_reordered": having("reordered")}
 
 
 def _check_prompts(cfg: RunConfig, task: Task, instance: Instance) -> None:
@@ -713,55 +644,6 @@ def text_sha256(text: str) -> str:
     """Hex sha256 of a text's UTF-8 bytes (lone surrogates, which model output may carry, as
     surrogatepass encodes them), so a capped text can be checked against its original."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
-
-
-def _agent_counters(st: AgentStats) -> dict[str, Any]:
-    """An agent's counters as its row holds them: cached tokens null when no call reported any."""
-    row = {k: v for k, v in st.__dict__.items() if k != "calls_cache_reported"}
-    row["tokens_cached"] = st.tokens_cached if st.calls_cache_reported else None
-    return row
-
-
-def agent_model(cfg: RunConfig, agent: int) -> dict[str, Any]:
-    """The model an agent's row names: its team member's, else the run's."""
-    team = cfg.team_resolved
-    if team is None:
-        return {"model": cfg.model.request_model, "model_preset": cfg.model.name, "backend": cfg.backend}
-    member = team.members[team.agents[agent]]
-    return {"model": member.settings.request_model, "model_preset": member.name, "backend": member.backend}
-
-
-def team_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog) -> dict[str, Any]:
-    """A team run's per-member breakdown and where its strong member sat (platform/team.py)."""
-    team = cfg.team_resolved
-    if team is None:
-        return {}
-    from masgrid._private.platform.team import by_member, strong_position
-
-    summary = by_member(team.agents, log.stats, log.member_errors, team.members, cfg.validity)
-    return {"team_by_model": json.dumps(summary, sort_keys=True),
-            "team_strong_degree": strong_position(team, cfg.placement_graph(instance))}
-
-
-#: AgentStats counters of response-cache hits (model.cache), summed into the runs row as they are
-CACHE_COUNTERS = ("calls_from_cache", "tokens_in_from_cache", "tokens_out_from_cache")
-
-
-def cache_metrics(stats: list[AgentStats]) -> dict[str, Any]:
-    """Prefix-cache figures of a run: cached prompt tokens, and their share of the prompt
-    tokens of the calls whose server reported them (null when no call reported any: a server
-    without prompt-token details, or a scripted run)."""
-    reported = sum(s.calls_cache_reported for s in stats)
-    if not reported:
-        return {"tokens_cached": None, "cache_hit_rate": None, "calls_cache_reported": 0}
-    cached = sum(s.tokens_cached for s in stats)
-    prompt = sum(s.tokens_in for s in stats)
-    return {"tokens_cached": cached, "cache_hit_rate": cached / prompt if prompt else None,
-            "calls_cache_reported": reported}
 
 
 def check_engine_kept(cfg: RunConfig, error_classes: Counter) -> None:
