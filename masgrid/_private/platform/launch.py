@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
 
 from masgrid._private.actors import heap
-from masgrid._private.platform.admission import Admission, AdmissionControl, auto_ceiling, processes_per_run
+from masgrid._private.platform.admission import Admission
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.prefix_cache import reset_prefix_cache
 from masgrid._private.platform.driver import RunDriver
@@ -36,7 +36,6 @@ from masgrid._private.platform.run_summary import RunSummary
 from masgrid._private.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid._private.platform.results_lock import ResultsLock
 from masgrid._private.platform.run_status import RunName
-from masgrid._private.platform.run_outcome import classify_failure
 
 if TYPE_CHECKING:
     from masgrid._private.platform.budget import SweepBudget
@@ -401,190 +400,9 @@ def writer_locks(cfgs: Iterable[RunConfig]) -> Iterator[None]:
 def _run_many(cfgs: list[RunConfig], max_concurrent: int | None,
               on_done: Callable[[RunConfig, RunSummary], None] | None, keep_warm: bool = False,
               admission: Admission = "fixed", gate: SweepBudget | None = None) -> list[RunSummary]:
-    import ray
+    from masgrid._private.platform.sweep_execution import SweepExecution
 
-    ensure_ray(cfgs[0].execution.ray_address)
-    # warm actors only where they outlive this process, and not where drivers are placed by resources
-    warm = keep_warm and joined_cluster() and not any(c.execution.driver_resources for c in cfgs)
-    if warm:  # placement only: run ids unchanged
-        cfgs = [c.model_copy(update={"execution": c.execution.model_copy(update={"reuse_actors": True})})
-                for c in cfgs]
-    _ensure_deployments(cfgs)
-    _ensure_endpoint_limits(cfgs)
-    for root in sorted({str(Path(c.results_dir).resolve()) for c in cfgs}):
-        log.info("masgrid: %d run(s); results are written to %s/{runs,agents,events}", len(cfgs), root)
-    recorders: dict[str, Any] = {}
-    using: list[str] = []  # recorder keys this call marked in use
-    results: list[RunSummary | None] = [None] * len(cfgs)
-    in_flight: dict[Any, tuple[int, Any]] = {}
-    job = ray.get_runtime_context().get_job_id()
-    key = f"{job}:driver-workers"
-    # warm drivers kept for the session (or the detached ones warm runs and sweeps share)
-    ends = [_endpoints(c) for c in cfgs]  # the model endpoints each run calls
-    reset = any(c.execution.prefix_cache == "reset_per_run" for c in cfgs)
-    cost = max(processes_per_run(c.execution.components, c.execution.runs_per_driver or 1, c.agents,
-                                 c.execution.agents_per_actor) for c in cfgs)
-    control = AdmissionControl(admission, max_concurrent, _endpoint_settings(cfgs), one_at_a_time=reset,
-                               auto=auto_ceiling(cost, ray.cluster_resources().get("CPU") or os.cpu_count() or 1))
-    per_driver = max(c.execution.runs_per_driver or 1 for c in cfgs)  # runs a driver process takes at once
-    # warm drivers for the runs that start at once; more are fetched (or made) as admission raises its limits
-    idle_workers: list[Any] = (warm_drivers(-(-min(control.initial_slots(any(not e for e in ends)), len(cfgs)) // per_driver)) if warm
-                               else _RECORDERS.setdefault(key, []))
-    warm_made = len(idle_workers) if warm else 0
-    load: dict[Any, int] = {}  # driver worker -> its runs in flight (execution.runs_per_driver)
-    retired: set[Any] = set()  # workers that take no more runs: stopped once their last run ends
-
-    def pick_worker(cfg: RunConfig) -> Any:
-        """A worker with room for one more run (packing), else an idle one, else a new one."""
-        nonlocal warm_made
-        worker = next((w for w, n in load.items() if n < (cfg.execution.runs_per_driver or 1) and w not in retired),
-                      None)
-        if worker is None and not idle_workers and warm and warm_made < MAX_WARM_DRIVERS:
-            warm_made += 1
-            idle_workers.append(warm_driver() if warm_made == 1 else _warm_worker(f"driver-{warm_made}"))
-        if worker is None:
-            worker = idle_workers.pop() if idle_workers else ray.remote(num_cpus=0)(DriverWorker).options(
-                namespace=NAMESPACE, max_concurrency=16,
-                resources=cfg.execution.driver_resources or None).remote(host_pool())
-        load[worker] = load.get(worker, 0) + 1
-        return worker
-
-    def release_worker(worker: Any, healthy: bool) -> None:
-        """One run of `worker` ended; back to the idle list once it has none (a worker whose run
-        failed takes no more runs and is stopped then: the runs beside it finish first)."""
-        if not healthy:
-            retired.add(worker)
-        left = load.pop(worker, 1) - 1
-        if left > 0:
-            load[worker] = left
-        elif worker in retired:
-            retired.discard(worker)
-            ray.kill(worker, no_restart=True)
-        else:
-            idle_workers.append(worker)
-
-    queue = list(enumerate(cfgs))
-    attempts = [0] * len(cfgs)
-    stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
-    lost: dict[str, str] = {}  # endpoint -> what its probe found: start no more runs against it
-    held: list[int] = []  # runs not started because their endpoint was lost
-    control.pending = lambda name: any(name in ends[i] for i, _ in queue)
-    try:
-        while (queue and stopped is None) or in_flight:
-            blocked: set[tuple[str, ...]] = set()  # endpoint sets admission refused in this pass
-            pos = 0
-            while pos < len(queue) and stopped is None and not control.full():
-                idx, cfg = queue[pos]
-                mine = tuple(ends[idx])
-                if lost and lost.keys() & set(mine):
-                    queue.pop(pos)
-                    held.append(idx)
-                    continue
-                if mine in blocked or not control.may_start(mine):
-                    blocked.add(mine)
-                    pos += 1
-                    continue
-                if gate is not None and not gate.may_start(cfg):  # over budget: waits for the runs in flight
-                    pos += 1
-                    continue
-                queue.pop(pos)
-                if gate is not None:
-                    gate.started(cfg)
-                if cfg.execution.prefix_cache == "reset_per_run" and mine:  # alone on its engines (admission)
-                    for settings in cfg.agent_endpoints():
-                        reset_prefix_cache(settings)
-                    cfg.mark_prefix_cache_reset()
-                control.started(mine)
-                if cfg.results_dir not in recorders:
-                    with _storage_errors_unwrapped():
-                        if not warm:  # in use until this call returns: never stopped as idle meanwhile
-                            using.append(recorder_key(str(Path(cfg.results_dir).resolve())))
-                            _RECORDERS_IN_USE[using[-1]] += 1
-                        recorders[cfg.results_dir] = (warm_recorder if warm else recorder_actor)(cfg.results_dir)
-                        if warm:  # this command holds the writer lock: runs of an earlier, killed one may not write
-                            ray.get(_actor(recorders[cfg.results_dir]).claim.remote(job))
-                rec = recorders[cfg.results_dir]
-                if cfg.execution.reuse_actors:
-                    worker = pick_worker(cfg)
-                    # the task and the worker's status actor carry the run's name in the dashboard
-                    in_flight[worker.run.options(name=f"run:{cfg.run_id}").remote(
-                        cfg, rec, job if warm else None)] = (idx, worker)
-                else:
-                    driver = driver_actor(cfg, rec, attempts[idx] + 1)
-                    in_flight[driver.run.remote()] = (idx, driver)
-            if not in_flight:
-                if gate is not None and queue and stopped is None:  # none fits the budget and none is running
-                    gate.set_aside([c for _, c in queue])
-                    queue.clear()
-                continue
-            # with runs held back by admission, look again once the engines' load may have changed
-            done, _ = ray.wait(list(in_flight), num_returns=1,
-                               timeout=control.poll_s if queue and control.reads_load else None)
-            for ref in done:
-                idx, actor = in_flight.pop(ref)
-                control.ended(ends[idx])
-                if gate is not None:
-                    gate.ended(cfgs[idx])
-                cfg = cfgs[idx]
-                attempts[idx] += 1
-                try:
-                    summary = ray.get(ref)
-                    if cfg.execution.reuse_actors:
-                        release_worker(actor, healthy=True)
-                    else:
-                        ray.kill(actor, no_restart=True)
-                except Exception as exc:  # noqa: BLE001 - the driver itself died (or could not record)
-                    if not cfg.execution.reuse_actors or isinstance(exc, ray.exceptions.RayActorError):
-                        ray.kill(actor, no_restart=True)  # dead, or its own: its other runs (if any) fail too
-                    if cfg.execution.reuse_actors:
-                        release_worker(actor, healthy=False)
-                    unwritable = storage_error(exc)
-                    if unwritable is not None:
-                        stopped = stopped or unwritable
-                        continue
-                    summary = RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
-                                         error_class=classify_failure(exc),
-                                         results_dir=cfg.results_dir)
-                summary.attempts = attempts[idx]
-                if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
-                    endpoint = summary.engine_lost_endpoint or next(iter(_endpoints(cfg)), "?")
-                    if endpoint not in lost:
-                        log.error("model endpoint %s lost (%s): no more runs against it are started", endpoint,
-                                  summary.engine_lost)
-                    lost.setdefault(endpoint, summary.engine_lost)
-                elif summary.error_class == "interrupted" and attempts[idx] < MAX_ATTEMPTS and stopped is None:
-                    log.warning("run %s interrupted (%s); running it again (attempt %d of %d)", cfg.run_id,
-                                (summary.error or "").splitlines()[0], attempts[idx] + 1, MAX_ATTEMPTS)
-                    queue.insert(0, (idx, cfg))
-                    continue
-                if summary.status == "failed" and summary.error and summary.error.startswith("driver died"):
-                    log.error("run %s failed: %s", cfg.run_id, summary.error)
-                    row = {**cfg.columns(), "status": "failed", "error": summary.error,
-                           "error_class": summary.error_class}
-                    try:
-                        ray.get(_actor(recorders[cfg.results_dir]).finish_run.remote(row, [], cfg.partition))
-                    except Exception as exc:  # noqa: BLE001 - unrecorded: a resume runs it (no runs row)
-                        stopped = stopped or storage_error(exc)
-                results[idx] = summary
-                if gate is not None:
-                    gate.finished(cfg, summary)
-                if on_done:
-                    on_done(cfg, summary)
-        if lost:
-            raise engine_lost_error(lost, cfgs, results, held)
-        if stopped is not None:
-            done_n = sum(r is not None for r in results)
-            raise ResultsUnwritable(stopped.errno or 0, f"{stopped.strerror}; the sweep stopped with {done_n} of "
-                                    f"{len(cfgs)} runs recorded; make results_dir writable (free space) and run the "
-                                    "same command again to resume")
-    finally:
-        control.stop()
-        while len(idle_workers) > MAX_IDLE_DRIVERS:
-            ray.kill(idle_workers.pop(), no_restart=True)
-        for used in using:
-            _RECORDERS_IN_USE[used] -= 1
-        _stop_idle_recorders()
-    return [r for r in results if r is not None]
+    return SweepExecution(cfgs, max_concurrent, on_done, keep_warm, admission, gate).run()
 
 
 def _ensure_endpoint_limits(cfgs: list[RunConfig]) -> None:
