@@ -117,7 +117,7 @@ def test_packed_drivers_give_the_same_runs_with_fewer_processes(tmp_path, ray_se
                       max_concurrent=6)
     assert len(idle) == 2  # 6 runs in flight, 3 per driver process
     assert [s.status for s in packed] == ["ok"] * len(cases)
-    fields = ("success", "rounds", "te", "model_calls")
+    fields = ("success", "rounds", "metrics", "model_calls")
     assert [[getattr(s, f) for f in fields] for s in packed] == [[getattr(s, f) for f in fields] for s in reference]
     for sub in ("plain", "packed"):
         assert len(pd.read_parquet(tmp_path / sub / "runs")) == len(cases)
