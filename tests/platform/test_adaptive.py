@@ -301,7 +301,7 @@ def test_scripted_width_sweep_records_why_each_cell_stopped(tmp_path, ray_sessio
 def test_interrupted_compare_sweep_resumes_without_running_anything_twice(tmp_path, ray_session, monkeypatch):
     adaptive = {"compare": "agentsnet.rounds", "min_seeds": 4, "batch": 4, "max_seeds": 16, "odds_ratio": 4.0}
     grid = {"agentsnet__rounds": [2, 4]}
-    real, calls = sweep_module._execute, []
+    real, calls = sweep_module._run_pending, []
 
     def cut_after_two_looks(todo, *args):
         calls.append(len(todo))
@@ -309,14 +309,14 @@ def test_interrupted_compare_sweep_resumes_without_running_anything_twice(tmp_pa
         if len(calls) == 2:
             raise KeyboardInterrupt  # as Ctrl-C after the second look's runs were recorded
 
-    monkeypatch.setattr(sweep_module, "_execute", cut_after_two_looks)
+    monkeypatch.setattr(sweep_module, "_run_pending", cut_after_two_looks)
     with pytest.raises(KeyboardInterrupt):
         masgrid.sweep(grid, *BASE, f"results_dir={tmp_path}", adaptive=adaptive)
     first = recorded(tmp_path).set_index("run_id")["started_at"]
     assert len(first) == sum(calls) == 16
     interrupted = read_cells(tmp_path)
     assert set(interrupted["reason"]) == {"in_progress"} and set(interrupted["n_seeds"]) == {4}  # the first look's
-    monkeypatch.setattr(sweep_module, "_execute", real)
+    monkeypatch.setattr(sweep_module, "_run_pending", real)
     result = masgrid.sweep(grid, *BASE, f"results_dir={tmp_path}", adaptive=adaptive)
     runs = recorded(tmp_path).set_index("run_id")
     assert runs.index.is_unique

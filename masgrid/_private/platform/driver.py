@@ -367,7 +367,7 @@ class RunDriver:
         try:
             instance = cfg.instance()
             _check_prompts(cfg, task, instance)
-            run_row, agent_rows = await self._execute(task, instance, log, begun)
+            run_row, agent_rows = await self._play(task, instance, log, begun)
             await asyncio.to_thread(check_engine_kept, cfg, log.error_classes)
             if cfg.team_resolved is not None:  # each member judged on its own calls (docs/team.md)
                 from masgrid._private.platform.team import judge_members
@@ -478,8 +478,8 @@ class RunDriver:
         self._actors = []
 
     # -- the run ------------------------------------------------------------------------------
-    async def _execute(self, task: Task, instance: Instance, log: RunLog,
-                       begun: asyncio.Future) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def _play(self, task: Task, instance: Instance, log: RunLog,
+                  begun: asyncio.Future) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         t_start = time.perf_counter()
         (env_port, pool), _ = await asyncio.gather(self._start_components(instance), begun)

@@ -226,7 +226,7 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
         def execute(todo: list[RunConfig], result: SweepResult, note: str) -> None:
             progress = SweepProgress(len(todo), settings.progress, settings.log_every_s)
             progress.note(note)
-            _execute(todo, settings, result, progress, budget)
+            _run_pending(todo, settings, result, progress, budget)
 
         result = run_adaptive(cfgs, settings, on_start, execute, budget)
         _summary(result, cfgs, SweepProgress(0, settings.progress, settings.log_every_s), budget)
@@ -259,13 +259,13 @@ def _run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
                   f"{in_flight_rule(settings, plan.todo)}")
     if budget is not None:
         progress.note(budget.opening())
-    _execute(plan.todo, settings, result, progress, budget)
+    _run_pending(plan.todo, settings, result, progress, budget)
     _summary(result, cfgs, progress, budget)
     return result
 
 
-def _execute(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress,
-             budget: SweepBudget | None = None) -> None:
+def _run_pending(todo: list[RunConfig], settings: SweepSettings, result: SweepResult, progress: SweepProgress,
+                 budget: SweepBudget | None = None) -> None:
     """Run `todo` (at most max_concurrent at once), counting each outcome into `result`; runs
     needing models the sweep deploys go in model phases (platform/model_phases)."""
     from masgrid._private.platform.launch import ensure_ray, run_many

@@ -245,15 +245,15 @@ class _Phase:
             rows.append(_row("action", tool=call.name, verb=call.name, ok=call.error is None,
                              text=json.dumps(args, sort_keys=True) if args is not None else call.raw_arguments,
                              tokens_comm=self.count(call.name) + self.count(call.raw_arguments) if talk else 0))
-            ok, text, extra = await self._execute(loop, call.name, args, call.error)
+            ok, text, extra = await self._run_tool(loop, call.name, args, call.error)
             loop.pending.append({"role": "tool", "tool_call_id": call.id, "content": text})
             rows.extend(extra)  # the message or finish happened before its result was written
             rows.append(_row("tool_result", tool=call.name, reply=text, ok=ok, role="tool", tool_call_id=call.id,
                              tokens_comm=self.count(text) if talk else 0))
         return rows
 
-    async def _execute(self, loop: Loop, name: str, args: dict[str, Any] | None,
-                       error: str | None) -> tuple[bool, str, list[dict[str, Any]]]:
+    async def _run_tool(self, loop: Loop, name: str, args: dict[str, Any] | None,
+                        error: str | None) -> tuple[bool, str, list[dict[str, Any]]]:
         if error is not None:
             return False, error, []
         if name not in self.offered:
