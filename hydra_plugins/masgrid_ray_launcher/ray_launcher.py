@@ -112,7 +112,7 @@ class MasgridRayLauncher(Launcher):
 
         assert self.hydra_context is not None and self.config is not None
         setup_globals()
-        call = sweep_call(self.task_function)  # the caller's: show_config in, result out
+        call = sweep_call()  # the caller's: show_config in, result out
         show = call.show_config
         if not job_overrides:
             call.result = SweepResult(error=_fail("masgrid run: the sweep expands to no job "

@@ -202,18 +202,26 @@ def test_plain_eta_is_measured_from_the_first_completion_not_from_start_up():
 
 
 def test_the_launcher_answers_the_call_that_started_it_not_a_module_mailbox():
-    """`masgrid run -m` hands the launcher a SweepCall on its task function; a task function
-    without one (Hydra started by other code) gets a fresh call, so no outcome leaks between."""
-    from masgrid._private.platform.sweep import SWEEP_CALL_ATTR, SweepCall, SweepResult, sweep_call
+    """`masgrid run -m` makes its SweepCall current while Hydra runs; outside such a block (Hydra
+    started by other code) the launcher gets a fresh call, and calls in other threads or nested
+    blocks never see each other's outcome."""
+    import threading
 
-    def entry() -> None: ...
-
-    def other() -> None: ...
+    from masgrid._private.platform.sweep import SweepCall, SweepResult, current_sweep_call, sweep_call
 
     mine = SweepCall(show_config="job")
-    setattr(entry, SWEEP_CALL_ATTR, mine)
-    assert sweep_call(entry) is mine
-    sweep_call(entry).result = SweepResult(total=3, failed=1)
-    fresh = sweep_call(other)
+    with current_sweep_call(mine):
+        assert sweep_call() is mine
+        sweep_call().result = SweepResult(total=3, failed=1)
+        seen_elsewhere: list[SweepCall] = []
+        thread = threading.Thread(target=lambda: seen_elsewhere.append(sweep_call()))
+        thread.start()
+        thread.join()
+        assert seen_elsewhere[0] is not mine and seen_elsewhere[0].result is None
+        inner = SweepCall()
+        with current_sweep_call(inner):
+            assert sweep_call() is inner
+        assert sweep_call() is mine
+    fresh = sweep_call()
     assert fresh is not mine and fresh.result is None and fresh.show_config is None
     assert mine.result is not None and mine.result.exit_code == 1

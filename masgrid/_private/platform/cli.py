@@ -277,7 +277,7 @@ def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None, 
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from masgrid._private.platform.sweep import SWEEP_CALL_ATTR, SweepCall
+    from masgrid._private.platform.sweep import SweepCall, current_sweep_call
 
     outcome: dict[str, Any] = {}
     if not multirun:
@@ -291,12 +291,11 @@ def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None, 
         _execute_run(OmegaConf.to_container(cfg, resolve=True), outcome)  # type: ignore[arg-type]
 
     call = SweepCall(show_config=show_config, plan_only=plan_only)
-    # hydra.main keeps the undecorated function and passes it to the launcher, which answers here
-    setattr(hydra_entry.__wrapped__, SWEEP_CALL_ATTR, call)
     saved = sys.argv
     sys.argv = ["masgrid run", *argv]
     try:
-        hydra_entry()
+        with current_sweep_call(call):  # the launcher, called inside, answers here
+            hydra_entry()
     finally:
         sys.argv = saved
     if call.result is not None:  # the masgrid_ray launcher ran (multirun mode)

@@ -12,9 +12,11 @@ re-runs runs that failed on their own terms only when asked (`sweep.retry_failed
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -175,29 +177,38 @@ class SweepResult(BaseModel):
         return 1 if self.failed or self.invalid or self.held else 0
 
 
-#: the attribute of the task function through which `masgrid run -m` and the launcher talk
-SWEEP_CALL_ATTR = "masgrid_sweep"
-
-
 @dataclass
 class SweepCall:
     """One `masgrid run -m` call's exchange with the masgrid_ray launcher.
 
-    `hydra.main` discards what a launcher returns in multirun mode, but it hands the launcher
-    the task function itself; the CLI attaches this object to its task function, the launcher
-    reads `show_config` from it and stores `result` in it. Scoped to the call: two sweeps in
-    one process (a notebook, the tests) cannot see each other's outcome."""
+    `hydra.main` discards what a launcher returns in multirun mode, and calls the launcher in
+    the caller's thread: the CLI makes the current call (`current_sweep_call`) for the time
+    `hydra.main` runs; the launcher reads `show_config` and `plan_only` from it and stores
+    `result` in it. A context variable scopes it to the call: two sweeps in one process (a
+    notebook, threads, the tests) cannot see each other's outcome."""
 
     show_config: str | None = None  # `--cfg job`: print every job's config instead of running
     plan_only: bool = False  # `--plan`: print the sweep's plan (runs left, model phases), start nothing
     result: SweepResult | None = None
 
 
-def sweep_call(task_function: object) -> SweepCall:
+_CURRENT_CALL: ContextVar[SweepCall | None] = ContextVar("masgrid_sweep_call", default=None)
+
+
+@contextmanager
+def current_sweep_call(call: SweepCall) -> Iterator[SweepCall]:
+    """`call` is the one the launcher answers while this block runs."""
+    token = _CURRENT_CALL.set(call)
+    try:
+        yield call
+    finally:
+        _CURRENT_CALL.reset(token)
+
+
+def sweep_call() -> SweepCall:
     """The caller's SweepCall, or a fresh one when Hydra was started by other code (its result
     then only reaches the caller as Hydra's JobReturns)."""
-    call = getattr(task_function, SWEEP_CALL_ATTR, None)
-    return call if isinstance(call, SweepCall) else SweepCall()
+    return _CURRENT_CALL.get() or SweepCall()
 
 
 def run_sweep(cfgs: Sequence[RunConfig], settings: SweepSettings,
