@@ -175,7 +175,8 @@ class LocalProtocol(Protocol):
         self.names: list[str] = [x["name"] for x in inputs]
         self.index = {name: i for i, name in enumerate(self.names)}
         self.neighbors: list[list[str]] = [list(x["neighbors"]) for x in inputs]
-        self.options: list[list[str]] = [list(x["valid_answers"]) for x in inputs]
+        #: each agent's valid final answers (not `options`: that is the base class's ProtocolOptions)
+        self.valid_answers: list[list[str]] = [list(x["valid_answers"]) for x in inputs]
         self.rounds = int(instance.params["rounds"])
         self.cot = bool(instance.params.get("cot", True))
         self.question = str(instance.params.get("question", ""))
@@ -254,7 +255,8 @@ class LocalProtocol(Protocol):
             text = self._inbox(i, final)
             if final:
                 cot = self.prompts["cot_final"] if self.cot else ""
-                text += cot + self._t("final_format", question=self.question, options=", ".join(self.options[i]))
+                text += cot + self._t("final_format", question=self.question,
+                                      options=", ".join(self.valid_answers[i]))
             else:
                 cot = self.prompts["cot_messages"] if self.cot else ""
                 text += self._t("next_round", cot=cot.strip(), left=left, neighbors=", ".join(self.neighbors[i]))
@@ -274,7 +276,7 @@ class LocalProtocol(Protocol):
             return [CommandOutcome(block="", verb=verb, reply=MSG_MODEL_ERROR, ok=False)]
         if final:
             try:
-                value = read_final_answer(text, self.options[agent], self.parser)
+                value = read_final_answer(text, self.valid_answers[agent], self.parser)
             except ValueError as exc:
                 self.failed[agent] += 1
                 return [CommandOutcome(block="", verb=verb, reply=str(exc), ok=False)]

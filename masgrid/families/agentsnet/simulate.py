@@ -36,6 +36,8 @@ def run_scripted(task: Task, instance: Instance, seed: int) -> ScriptedOutcome:
         protocol.round = round_no
         replies = [policies[i].act(pending.get(i, [])) for i in range(n)]
         for i, text in enumerate(replies):
+            if not isinstance(text, str):  # a ToolReply: the LOCAL protocol reads text only
+                raise TypeError(f"agent {i}'s scripted policy called tools; the LOCAL protocol takes text replies")
             protocol.apply_reply(i, text, None)
         pending = protocol.end_round()
     answers = list(protocol.slots)

@@ -32,7 +32,9 @@ def regenerate(config: dict[str, Any]) -> tuple[list[str], list[tuple[int, int]]
     kwargs: dict[str, Any] = {"graph": config.get("graph")}
     kwargs.update({key: config.get(key) for key in task.generation_keys})
     kwargs.update(config.get(task.family) or {})
-    instance = task.generate(config["agents"], config.get("k"), config.get("mode"), config["seed"], **kwargs)
+    k = config.get("k")  # null in the config: the task's default_k, as the platform resolves it
+    instance = task.generate(config["agents"], task.default_k if k is None else k, config.get("mode"), config["seed"],
+                             **kwargs)
     names = list(instance.meta["names"])
     index = {name: i for i, name in enumerate(names)}
     edges = [(index[u], index[v]) for u, v in instance.meta["edges"]]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from masgrid.families.agentsnet import scoring
@@ -55,6 +54,14 @@ def reference_unscorable(score_reason: str | None, model_errors: int) -> dict[st
     (`scoring.reference_failure`). Reasons are joined with "+" (model_error first)."""
     reasons = (["model_error"] if model_errors else []) + ([score_reason] if score_reason else [])
     return {"reference_unscorable": bool(reasons), REFERENCE_REASON: "+".join(reasons) or None}
+
+
+def score_reason(score: Score) -> str | None:
+    """The score's REFERENCE_REASON metric: the reason string `score` puts there, or None."""
+    reason = score.metrics.get(REFERENCE_REASON)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"score metric {REFERENCE_REASON} is a reason or None, not {reason!r}")
+    return reason
 
 
 def topology_settings(value: Any) -> TopologySettings:
@@ -179,7 +186,7 @@ class AgentsNetTask(Task):
     #: the same valid final answers for every agent (None: depends on the agent)
     options: ClassVar[tuple[str, ...] | None] = None
     #: soft score and success on the (honest) graph
-    scorer: ClassVar[Callable[[scoring.ScoredGraph], scoring.TaskScore]]
+    scorer: ClassVar[staticmethod[[scoring.ScoredGraph], scoring.TaskScore]]
 
     def valid_answers(self, neighbors: list[str], params: dict[str, Any]) -> list[str]:
         assert self.options is not None, f"{self.name} must define options or valid_answers"
@@ -235,7 +242,7 @@ class AgentsNetTask(Task):
         return {"message_rounds": p["rounds"], "diameter": m["diameter"], "max_degree": m["max_degree"],
                 "edges": len(m["edges"]), "byzantine_agents": len(m["byzantine_agents"]),
                 "byzantine_setting": p["byzantine"], "chain_of_thought": p["cot"], "reply_parser": parser_mode(p),
-                **reference_unscorable(score.metrics.get(REFERENCE_REASON), int(usage.get("model_errors") or 0))}
+                **reference_unscorable(score_reason(score), int(usage.get("model_errors") or 0))}
 
     def scripted_policy(self, view: AgentView, protocol: str, seed: int) -> ScriptedPolicy:
         from masgrid.families.agentsnet.policies import make_policy

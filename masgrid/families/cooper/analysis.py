@@ -18,6 +18,8 @@ Difficulty curves (appendix D/E) are in cooper_difficulty.py, communication in c
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 
@@ -57,7 +59,17 @@ def _scored(frame: pd.DataFrame) -> pd.Series:
     return frame["success"].notna()
 
 
-def rate_row(frame: pd.DataFrame, column: str = "success") -> dict[str, float | int]:
+class RateRow(TypedDict):
+    """A rate with its 95% Wilson interval over `n` runs, `k` of them successes (NaN x 3 for none)."""
+
+    n: int
+    k: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+
+def rate_row(frame: pd.DataFrame, column: str = "success") -> RateRow:
     """n, k, rate and Wilson interval of a boolean column over the rows where it is not null."""
     values = frame[column].dropna().astype(bool)
     rate, low, high = wilson_rate(int(values.sum()), len(values))

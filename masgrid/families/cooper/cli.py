@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from masgrid.families.cooper.evaluate import EvalResult, evaluate_patches
 from masgrid.families.cooper.layout import CooperDataError, load_task
@@ -38,7 +38,7 @@ USAGE = """usage:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, status 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, status 2, no usage dump
         raise CooperDataError(message)
 
 

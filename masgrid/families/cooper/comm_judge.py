@@ -95,8 +95,10 @@ def conversation(events: pd.DataFrame) -> tuple[list[Message], bool]:
     out = []
     for row in msgs.itertuples(index=False):
         peers = getattr(row, "peers", None)
-        known = isinstance(peers, (list, tuple, np.ndarray)) and len(peers) > 0
-        to = ", ".join(f"agent {int(p)}" for p in peers) if known else "team"
+        if isinstance(peers, (list, tuple, np.ndarray)) and len(peers) > 0:
+            to = ", ".join(f"agent {int(p)}" for p in peers)
+        else:
+            to = "team"
         out.append(Message(sender=int(row.agent), to=to, text="" if pd.isna(row.text) else str(row.text)))
     return out, capped
 

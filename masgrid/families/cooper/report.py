@@ -62,7 +62,8 @@ def write_section(runs: pd.DataFrame, events: pd.DataFrame, out: str | Path, sou
     comm = cooper_messages.communication(runs, events)
     success = cooper.success_by_setting(runs)
     scaling = cooper.scaling(runs)
-    tables = (
+    #: (file name, table, title, note) of every table in the README
+    tables: tuple[tuple[str, pd.DataFrame, str, str], ...] = (
         ("success", success, "Success rate by model and setting, two-feature tasks (95% Wilson; Figure 3 left, 4a)",
          note),
         ("gap", cooper.gap(runs), "Solo - Coop gap per model (Newcombe 95% interval; Figure 3)", note),

@@ -72,8 +72,9 @@ class CooperTask(Task):
         (kept: a scripted run with `conflicting` is a different experiment). With the LLM resolver, its
         model's identity fields and a hash of its prompt (an edit re-runs those runs only)."""
         out = {k: (None if k in PATH_KEYS else v) for k, v in options.items()}
-        if isinstance(out.get("resolver_model"), dict):  # the model and its sampling, not how it is reached
-            out["resolver_model"] = {k: out["resolver_model"].get(k) for k in RESOLVER_IDENTITY}
+        model = out.get("resolver_model")
+        if isinstance(model, dict):  # the model and its sampling, not how it is reached
+            out["resolver_model"] = {k: model.get(k) for k in RESOLVER_IDENTITY}
         if out.get("resolver") == "llm":  # the resolver's prompt is no agent's, so the prompt hash misses it
             import hashlib
 

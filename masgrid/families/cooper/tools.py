@@ -284,10 +284,10 @@ class ToolBox:
             last = n
         if not 1 <= first <= max(n, 1) or last < first:
             raise ToolError(f"view_range {args.view_range} does not fit {rel}, which has {n} lines")
-        shown = min(last, n, first + self.limits.view_max_lines - 1)
-        text = _numbered(lines[first - 1:shown], first)
-        if shown < min(last, n):
-            text += f"\n[shown {first}-{shown} of the {min(last, n) - first + 1} lines asked for: at most {self.limits.view_max_lines} per call]"
+        end = min(last, n, first + self.limits.view_max_lines - 1)  # the last line shown
+        text = _numbered(lines[first - 1:end], first)
+        if end < min(last, n):
+            text += f"\n[shown {first}-{end} of the {min(last, n) - first + 1} lines asked for: at most {self.limits.view_max_lines} per call]"
         return ToolResult(ok=True, tool="view", text=text)
 
     def _listing(self, path: Path, rel: str) -> str:

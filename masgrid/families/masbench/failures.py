@@ -180,17 +180,17 @@ def label_run(run: pd.Series, agents: pd.DataFrame, events: pd.DataFrame) -> dic
     union = sorted(v for e in expected for v in e)
     k = len(expected[0]) if expected else int(run["k"])
     answers = {int(a): _answer(s) for a, s in zip(ag["agent"], ag["submission"])}
-    wrong = [a for a, s in answers.items() if s is not None and s != expected[a]]
+    wrong = {a: s for a, s in answers.items() if s is not None and s != expected[a]}  # agent -> its wrong answer
     failed = not bool(run["success"])
     informed = informed_at_submission(events, n) if not events.empty else {}
     stale = stale_reads(events) if run["protocol"] == "kv" and not events.empty else {}
     style = conventions(events) if not events.empty else {}
     return {
-        "boundary_mismatch": failed and any(is_shifted_window(answers[a], union, a, k) for a in wrong),
+        "boundary_mismatch": failed and any(is_shifted_window(s, union, a, k) for a, s in wrong.items()),
         "premature_submission": failed and n > 1 and any(informed.get(a) is False for a in wrong),
         "stale_kv_read": failed and any(a in stale for a in wrong),
-        "value_hallucination": failed and any(hallucinated(answers[a], union, informed.get(a) is True)
-                                              for a in wrong),
+        "value_hallucination": failed and any(hallucinated(s, union, informed.get(a) is True)
+                                              for a, s in wrong.items()),
         "convention_misalignment": failed and {"index", "value"} <= set(style.values()),
         "wrong_agents": len(wrong),
         "unsubmitted": sum(s is None for s in answers.values()),

@@ -46,6 +46,17 @@ def oracle_scale(condition: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def scored_partial(score: Score) -> list[float]:
+    """P of every agent. A SILO score marks each one (a missing answer has quality 0.0), so a
+    None means the score is not this task's: TypeError, as summing it always raised."""
+    partial: list[float] = []
+    for value in score.partial:
+        if value is None:
+            raise TypeError("a SILO score has a partial score for every agent, not None")
+        partial.append(value)
+    return partial
+
+
 class SiloTask(Task):
     family = "silo"
     protocols = ("broadcast", "p2p", "kv")
@@ -173,8 +184,9 @@ class SiloTask(Task):
         n = instance.n_agents
         rounds = usage.get("rounds") or 0
         transferred = usage.get("deliveries", 0) + usage.get("files_read_others", 0)
+        partial = scored_partial(score)
         return {
-            "pcs": sum(score.partial) / len(score.partial),
+            "pcs": sum(partial) / len(partial),
             "tokens_per_round": usage.get("tokens_out", 0) / rounds if rounds else None,
             "density": transferred / (n * (n - 1)) if n > 1 else None,
             **self.floor_metrics(instance),

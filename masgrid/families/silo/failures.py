@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from masgrid.families.silo.common import level_of, silo_runs
+from masgrid.families.silo.spec import SiloData, SiloSpec
 from masgrid.sdk.information import SEND_VERBS, information_at_submission, peers_of
 
 MODES = ("premature", "consensus", "computation", "unsubmitted")
@@ -66,11 +67,14 @@ def leaders(matrix: np.ndarray, factor: float = LEADER_FACTOR) -> list[int]:
     return [int(i) for i in np.flatnonzero(received > factor * mean)] if mean > 0 else []
 
 
-def _instance(run: pd.Series) -> tuple[Any, Any]:
+def _instance(run: pd.Series) -> tuple[SiloSpec, SiloData]:
     """(spec, SiloData) of the run's regenerated instance."""
+    from masgrid.families.silo.adapter import SiloTask
     from masgrid.sdk.tasks import get_task
 
     task = get_task(run["task"])
+    if not isinstance(task, SiloTask):
+        raise TypeError(f"run {run['run_id']}: task {run['task']} is not a SILO task ({type(task).__name__})")
     mode = run["mode"] if isinstance(run.get("mode"), str) else None
     inst = task.generate(int(run["agents"]), int(run["k"]), mode, int(run["seed"]), condition=run["condition"])
     return task.spec, task.data_of(inst)

@@ -11,6 +11,7 @@ benchmarks/bench_silo_isolated.py tabulates it over N and seeds (docs/tasks/silo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -54,30 +55,64 @@ def isolated_answers(spec: SiloSpec, data: SiloData) -> list[Any]:
     return [None if text is None else spec.parse_answer(text, agent, data) for agent, text in enumerate(texts)]
 
 
-def isolated_score(spec: SiloSpec, data: SiloData) -> Score:
-    """The task's own S and P for the isolated answers of one instance."""
+@dataclass(frozen=True)
+class IsolatedMarks:
+    """The isolated answers' marks on one instance, typed (a Score keeps S, P and the count
+    of submissions in its loosely typed `metrics`)."""
+
+    correct: list[bool]
+    partial: list[float]
+    submitted: int  # agents whose isolated answer could be formed and parsed
+
+    @property
+    def sr(self) -> float:
+        return sum(self.correct) / len(self.correct)
+
+    @property
+    def pcs(self) -> float:
+        return sum(self.partial) / len(self.partial)
+
+    @property
+    def success(self) -> bool:
+        return self.sr == 1.0
+
+    def score(self) -> Score:
+        return Score(success=self.success, correct=self.correct, partial=self.partial,
+                     metrics={"sr": self.sr, "pcs": self.pcs, "submitted": self.submitted})
+
+
+def isolated_marks(spec: SiloSpec, data: SiloData) -> IsolatedMarks:
+    """The task's own correctness and quality of each isolated answer of one instance."""
     answers = isolated_answers(spec, data)
     correct = [spec.is_correct(a, e, data) for a, e in zip(answers, data.expected)]
     partial = [float(spec.quality(a, e, data)) for a, e in zip(answers, data.expected)]
-    sr = sum(correct) / len(correct)
-    return Score(success=sr == 1.0, correct=correct, partial=partial,
-                 metrics={"sr": sr, "pcs": sum(partial) / len(partial),
-                          "submitted": sum(a is not None for a in answers)})
+    return IsolatedMarks(correct=correct, partial=partial, submitted=sum(a is not None for a in answers))
+
+
+def isolated_score(spec: SiloSpec, data: SiloData) -> Score:
+    """The task's own S and P for the isolated answers of one instance."""
+    return isolated_marks(spec, data).score()
 
 
 def floor_cell(task_id: str, n: int, k: int | None = None, seeds: int = FLOOR_SEEDS) -> FloorCell:
     """The isolated baseline on the instances a sweep over seeds 0..seeds-1 would run."""
+    from masgrid.families.silo.adapter import SiloTask
     from masgrid.sdk.tasks import get_task
 
     task = get_task(f"silo/{task_id}")
+    if not isinstance(task, SiloTask):
+        raise TypeError(f"silo/{task_id} is not a SILO task ({type(task).__name__})")
     k = task.default_k if k is None else k
-    srs, successes, pcss, unanswered = [], [], [], 0
+    srs: list[float] = []
+    successes: list[float] = []
+    pcss: list[float] = []
+    unanswered = 0
     for seed in range(seeds):
         data = task.silo_data(n, k, seed)
-        score = isolated_score(task.spec, data)
-        srs.append(score.metrics["sr"])
-        successes.append(float(score.success))
-        pcss.append(score.metrics["pcs"])
-        unanswered += n - score.metrics["submitted"]
+        marks = isolated_marks(task.spec, data)
+        srs.append(marks.sr)
+        successes.append(float(marks.success))
+        pcss.append(marks.pcs)
+        unanswered += n - marks.submitted
     return FloorCell(task=task_id, level=task.spec.level, n=n, k=k, seeds=seeds, sr=sum(srs) / seeds,
                      success=sum(successes) / seeds, pcs=sum(pcss) / seeds, unanswered=unanswered / (seeds * n))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,9 +83,10 @@ def _summary(group: pd.DataFrame) -> dict[str, float]:
 
 
 def _spread_pivot(df: pd.DataFrame, index: str | list[str], columns: str, value: str, scale: float,
-                  name: Callable[[object], str]) -> pd.DataFrame:
+                  name: Callable[[Any], str]) -> pd.DataFrame:
     """pivot_table(mean) of `value` x `scale` with each column `name(c)` followed by
-    `name(c) sd` (sample SD over the runs) and `name(c) n` (runs with a value)."""
+    `name(c) sd` (sample SD over the runs) and `name(c) n` (runs with a value). `c` is a
+    value of the `columns` column as pandas gives it (untyped: N, a level, a protocol)."""
     keys = [index] if isinstance(index, str) else list(index)
     data = df.assign(**{value: df[value].astype(float)}) if value in df else df.assign(**{value: np.nan})
     grouped = data.groupby([*keys, columns])[value]

@@ -325,9 +325,11 @@ def _verdict(items: list[_Item], kind: str, n_choices: int | None, source: Sourc
         return AnswerReading(None, "unparsable", f"the {source} statement {shown[:80]!r}: {problems[0]}", (),
                              source, shown)
     value = values[0]
-    if kind == "choice" and value not in LETTERS[:n_choices]:
-        return AnswerReading(None, "unparsable", f"the {source} statement names {value}, not one of "
-                             f"{', '.join(LETTERS[:n_choices])}", (), source, shown)
+    if kind == "choice":
+        assert isinstance(value, str), "_scan reads a choice statement's answers as letters"
+        if value not in LETTERS[:n_choices]:
+            return AnswerReading(None, "unparsable", f"the {source} statement names {value}, not one of "
+                                 f"{', '.join(LETTERS[:n_choices])}", (), source, shown)
     return AnswerReading(value, "ok", None, (), source, shown)
 
 

@@ -112,7 +112,7 @@ def _mmlu(root: Path, subject: str) -> list[Question]:
     if parquet:
         import pyarrow.parquet as pq
 
-        out = []
+        out: list[Question] = []
         for path in parquet:
             try:
                 rows = pq.read_table(path).to_pylist()

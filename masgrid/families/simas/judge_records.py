@@ -58,12 +58,12 @@ def rows_for(pair: Pair, pid: str, judge_model: str, prompt: str, results: dict[
                      "criteria_json": json.dumps({"simas": v.simas_criteria, "cot": v.cot_criteria}) if v else None,
                      "attempts": r.attempts, "raw_reply": r.raw_reply, "raw_first_reply": r.raw_first_reply,
                      "tokens_in": r.tokens_in, "tokens_out": r.tokens_out})
-    verdicts = [r.verdict for r in results.values()]
-    if all(verdicts):
-        both = judging.combine(*verdicts)  # type: ignore[arg-type]
+    verdicts = {o: r.verdict for o, r in results.items() if r.verdict}
+    if len(verdicts) == len(results):  # every order gave a verdict
+        both = judging.combine(*verdicts.values())
         rows.append({**base, "order": "combined", "status": "ok", "winner": both.winner,
                      "simas_score": both.simas_score, "cot_score": both.cot_score,
-                     "justification": " | ".join(f"{o}: {r.verdict.justification}" for o, r in results.items())})
+                     "justification": " | ".join(f"{o}: {v.justification}" for o, v in verdicts.items())})
     else:
         failed = [f"{o}: {r.error}" for o, r in results.items() if not r.verdict]
         rows.append({**base, "order": "combined", "status": "failed", "error": "; ".join(failed)})

@@ -42,6 +42,8 @@ def answer_key(params: dict[str, Any]) -> str:
     questions = load_questions(dataset, params.get("data_dir"), params["subject"] if dataset == "mmlu" else None)
     for q in questions:
         if q.id == params["question_id"]:
+            if q.answer is None:  # a generation question: its params carry criteria, and no key is read
+                raise ValueError(f"simas simulation: question {q.id} has no answer key (a generation question)")
             return q.answer
     raise ValueError(f"simas simulation: question {params['question_id']} not in the data")
 

@@ -48,7 +48,8 @@ def pool_profiles(n: int, seed: int) -> list[Profile]:
     people, beliefs, skills = (list(data[k]) for k in ("personalities", "beliefs", "expertise"))
     for items in (people, beliefs, skills):
         rng.shuffle(items)
-    out, seen = [], set()
+    out: list[Profile] = []
+    seen: set[tuple[str, str, str]] = set()
     i = 0
     while len(out) < n:
         p = Profile(personality=people[i % len(people)], belief=beliefs[(i // len(people) + i) % len(beliefs)],

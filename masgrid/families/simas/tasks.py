@@ -161,7 +161,7 @@ class SimasTask(Task):
 
     def run_metrics(self, instance: Instance, score: Score, usage: dict[str, float]) -> dict[str, Any]:
         p = instance.params
-        source = "pool"
+        source: str | None = "pool"
         if self.phase_count(instance, str(p.get("condition"))) == 2:
             first = (usage.get("phase1_submissions") or [None])[0]  # type: ignore[index]
             source = first.get("source", "generated") if isinstance(first, dict) else "missing"
