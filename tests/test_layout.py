@@ -216,3 +216,32 @@ def test_the_cross_family_check_catches_an_import(tmp_path):
     (tmp_path / "beta" / "plots.py").write_text("def f():\n    from masgrid.families.alpha.figures import g\n")
     (tmp_path / "alpha" / "own.py").write_text("from masgrid.families.alpha import figures\nimport masgrid.sdk\n")
     assert cross_family_imports(tmp_path) == ["beta/plots.py: masgrid.families.alpha.figures"]
+
+
+#: the longest a core function may be: longer ones hide several jobs (issue 34)
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(root: Path, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """`path:line name (n lines)` for each function or method under `root` longer than `limit`."""
+    import ast
+
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > limit:
+                    out.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({n} lines)")
+    return out
+
+
+def test_no_core_function_is_over_80_lines():
+    core = [hit for hit in long_functions(PACKAGE) if not hit.startswith("families/")]
+    assert core == [], core
+
+
+def test_the_length_check_counts_a_long_function(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (tmp_path / "m.py").write_text(f"def short():\n    pass\n\n\nasync def long():\n{body}")
+    assert long_functions(tmp_path) == ["m.py:5 long (81 lines)"]
