@@ -18,12 +18,13 @@ def test_results_doc_is_generated_from_the_schema():
 
 def test_every_metric_column_has_meaning_and_unit_in_the_doc():
     doc = DOC.read_text(encoding="utf-8")
-    for name, (dtype, meaning) in schema_doc.documented_metrics().items():
+    for name, metric in schema_doc.documented_metrics().items():
         assert name in runs_schema().names
         row = next(line for line in doc.splitlines() if line.startswith(f"| `{name}` |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[2] and cells[2] != "see meaning", name  # a real unit
-        assert cells[3] == meaning and meaning
+        assert cells[1] == metric.type and cells[2] == metric.unit, name
+        assert metric.unit not in ("", "-", "see meaning"), name  # a real unit
+        assert cells[3] == metric.meaning and metric.meaning
 
 
 def _doc_row(doc: str, section: str, name: str) -> list[str]:
