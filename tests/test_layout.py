@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 from masgrid.family import families
@@ -48,19 +49,24 @@ def _code_tokens(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def _core_tokens() -> Iterator[tuple[Path, int, str]]:
+    """(path from the repository root, line, token) of every name and non-docstring string in core code."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent)
+        if rel.parts[1] != "families":
+            for line, text in _code_tokens(path):
+                yield rel, line, text
+
+
 def test_core_code_names_no_family():
     pattern = _family_words()
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent)
-        if rel.parts[1] == "families":
-            continue
-        for line, text in _code_tokens(path):
-            for match in pattern.finditer(text):
-                word = match.group(0).lower()
-                if word in ORDINARY or (str(rel), word) in ALLOWED:
-                    continue
-                found.append(f"{rel}:{line}: {word!r} in {text[:60]!r}")
+    for rel, line, text in _core_tokens():
+        for match in pattern.finditer(text):
+            word = match.group(0).lower()
+            if word in ORDINARY or (str(rel), word) in ALLOWED:
+                continue
+            found.append(f"{rel}:{line}: {word!r} in {text[:60]!r}")
     assert not found, "core code names a family (move it under masgrid/families/<family>/):\n" + "\n".join(found)
 
 
@@ -96,14 +102,10 @@ def test_core_code_uses_no_familys_metric_by_name():
     names = _family_metric_names()
     assert {"te", "cr", "rho"} <= names  # MAS-Bench's equations 6, 7 and 3 are MAS-Bench's columns
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent)
-        if rel.parts[1] == "families":
-            continue
-        for line, text in _code_tokens(path):
-            word = text[1:-1] if text[:1] in "\"'" and text[-1:] == text[:1] else None
-            if word in names or re.fullmatch(r"[a-z_]+\.(te|cr|rho)", text):
-                found.append(f"{rel}:{line}: {text[:60]!r}")
+    for rel, line, text in _core_tokens():
+        word = text[1:-1] if text[:1] in "\"'" and text[-1:] == text[:1] else None
+        if word in names or re.fullmatch(r"[a-z_]+\.(te|cr|rho)", text):
+            found.append(f"{rel}:{line}: {text[:60]!r}")
     assert not found, "core code names a family's metric (declare and read it through Family.metrics):\n" + \
         "\n".join(found)
 
