@@ -51,7 +51,7 @@ from bench_simas_sweep import start_head, stop_head  # noqa: E402
 from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
 from masgrid._private.platform.config import RunConfig  # noqa: E402
 from masgrid._private.platform.launch import ensure_ray, run_many  # noqa: E402
-from masgrid._private.platform.serving import compose_model  # noqa: E402
+from masgrid._private.platform.serve_cli import compose_model  # noqa: E402
 from tests.support.serve_replicas import engine_counters, replica_ids, settled_counters  # noqa: E402
 
 ROUTERS = ("default", "prefix_aware")

@@ -77,7 +77,7 @@ def test_no_family_at_all_says_how_to_install(monkeypatch):
 
 
 def test_a_family_column_may_not_take_a_core_columns_name(monkeypatch):
-    from masgrid._private.platform import records
+    from masgrid._private.platform import table_schemas as records
 
     for name in ("sr", "task", "status"):
         monkeypatch.setattr(records, "family_metrics", lambda name=name: {name: Metric(type="float64", meaning="m")})

@@ -1,11 +1,11 @@
-"""docs/results.md documents exactly the schema in masgrid/_private/platform/records.py."""
+"""docs/results.md documents exactly the schema in masgrid/_private/platform/table_schemas.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from masgrid._private.platform import schema_doc
-from masgrid._private.platform.records import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
+from masgrid._private.platform.table_schemas import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
                                       runs_schema)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"

@@ -61,7 +61,7 @@ def test_running_run_answers_by_name_and_is_gone_after(ray_session, tmp_path: Pa
 def test_a_short_run_starts_no_process_and_a_longer_one_is_named_with_its_progress(ray_session) -> None:
     import asyncio
 
-    from masgrid._private.platform.run_status import RunName
+    from masgrid._private.platform.run_status_actor import RunName
 
     async def scenario() -> tuple[dict | None, dict | None]:
         short = RunName("short-run", after_s=0.3)

@@ -97,7 +97,7 @@ def test_docs_of_masgrid_do_not_list_the_plugin_columns():
     from masgrid._private.platform.schema_doc import documented_metrics
 
     assert "relay_total" not in documented_metrics()
-    assert "relay_total" in __import__("masgrid._private.platform.records", fromlist=["RUN_METRICS"]).RUN_METRICS
+    assert "relay_total" in __import__("masgrid._private.platform.table_schemas", fromlist=["RUN_METRICS"]).RUN_METRICS
     assert Path(__file__).with_name("masgrid_relay").is_dir()
 
 

@@ -196,7 +196,7 @@ def recorded_outcomes(results_dirs: Sequence[str], metric: str) -> dict[str, Out
     """run_id -> (status, metric) of every recorded run: one scan of each results_dir's runs."""
     import pyarrow.dataset as ds
 
-    from masgrid._private.platform.records import runs_schema
+    from masgrid._private.platform.table_schemas import runs_schema
 
     schema = runs_schema()
     wanted = pa.schema([schema.field(n) for n in dict.fromkeys(("run_id", "status", metric))])

@@ -55,7 +55,7 @@ def _main(argv: list[str]) -> int:
 
         return view_command(rest)
     if command == "serve":
-        from masgrid._private.platform.serving import serve_command
+        from masgrid._private.platform.serve_cli import serve_command
 
         return serve_command(rest)
     if command == "model":

@@ -56,7 +56,7 @@ class ExecutionSettings(BaseModel):
     executor: Literal["ray", "local"] = Field("ray", description="ray actors, or in-process (debugging)")
     status_actor_after_s: float | Literal["auto"] | None = Field(
         "auto", description="warm-pool runs: start the run's named `run:<id>` status actor this many seconds "
-        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status.py); null: never. auto (default): "
+        "into the run (a process start, 0.5-1.3 s of CPU; platform/run_status_actor.py); null: never. auto (default): "
         "30 s where a driver process executes one run at a time, never where it packs several "
         "(runs_per_driver > 1: many concurrent latency-bound runs on few cores, where one process per "
         "long run cost sequential-discussion sweeps their throughput); the run stays the dashboard task `run:<id>` either way")
@@ -152,7 +152,7 @@ class ExecutionSettings(BaseModel):
 #: components in the driver (benchmarks/results/engine_throughput.md: 0.98-1.01 of the engine at 8-32
 #: runs in flight, against 0.82-0.94 with a process per run)
 AUTO_RUNS_PER_DRIVER = 4
-#: when a run that has its driver process to itself gets its named status actor (run_status.py)
+#: when a run that has its driver process to itself gets its named status actor (run_status_actor.py)
 STATUS_ACTOR_AFTER_S = 30.0
 
 

@@ -2,7 +2,7 @@
 
 Each running run is the named actor `run:<run_id>` (namespace `masgrid`): its own driver
 (`execution.reuse_actors=false`) or, on a warm driver worker, a small `RunStatus` actor
-(run_status.py; from one second into the run); either one's `status()` gives phase and
+(run_status_actor.py; from one second into the run); either one's `status()` gives phase and
 round. These metrics add the time series on the dashboard's Metrics view
 (Prometheus/Grafana, where Ray prefixes each name with `ray_`), all tagged with `task`,
 `protocol` and `experiment` (the config's `experiment`, empty when unset):
@@ -28,7 +28,7 @@ class RunProgress:
                  status: Any = None) -> None:
         self.tags = {"run_id": run_id, "task": task, "protocol": protocol, "experiment": experiment}
         self.enabled = enabled
-        self.status = status  # warm driver workers: the run's RunName (run_status.py), told each round
+        self.status = status  # warm driver workers: the run's RunName (run_status_actor.py), told each round
         self._last: tuple[int, int] | None = None  # the (phase, round) last reported
         self._m: dict[str, Any] = {}
         if enabled:

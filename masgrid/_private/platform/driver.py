@@ -1,7 +1,7 @@
 """The run driver: generates the instance, creates environment and agents, runs the
 phases through the scheduler, scores, and records. One driver per run; as a Ray actor of
 its own it is named `run:<run_id>` in namespace `masgrid`, so the dashboard lists runs by
-id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_status.py).
+id (on a warm driver worker, a `RunStatus` actor of that name stands in: run_status_actor.py).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import math
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime, UTC
-from typing import Any
 from collections.abc import Awaitable, Callable
-
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from masgrid._private.actors import heap
 from masgrid._private.actors.agent_host import AgentHost, AgentSetup, HostSpec
@@ -32,14 +31,14 @@ from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
 from masgrid._private.envs.topology import system_prompt
 from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.dashboard_metrics import RunProgress
+from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
 from masgrid._private.platform.phase_metrics import mark
 from masgrid._private.platform.ports import AgentPoolClient, EnvironmentClient, Port
-from masgrid._private.platform.dashboard_metrics import RunProgress
-from masgrid._private.platform.schedulers import PhaseContext, get_scheduler, scheduler_class
-from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
-from masgrid._private.platform.run_outcome import classify_failure, error_classes_json, judge
 from masgrid._private.platform.run_metrics import PlayedRun, agent_rows, run_metrics
+from masgrid._private.platform.run_outcome import classify_failure, error_classes_json, judge
 from masgrid._private.platform.run_summary import RunSummary, family_numbers
+from masgrid._private.platform.schedulers import PhaseContext, get_scheduler, scheduler_class
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
 #: pending events pass `execution.event_flush_bytes`), so a crash loses little

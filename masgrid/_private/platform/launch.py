@@ -35,7 +35,7 @@ from masgrid._private.platform.driver import RunDriver
 from masgrid._private.platform.run_summary import RunSummary
 from masgrid._private.platform.storage import ResultsUnwritable  # the recorder itself (pyarrow) loads where it runs
 from masgrid._private.platform.results_lock import ResultsLock
-from masgrid._private.platform.run_status import RunName
+from masgrid._private.platform.run_status_actor import RunName
 
 if TYPE_CHECKING:
     from masgrid._private.platform.budget import SweepBudget
@@ -212,7 +212,7 @@ class DriverWorker:
             if self.watch is None or self.watch.done():
                 self.watch = asyncio.ensure_future(self._watch_owners())
         after = cfg.execution.status_actor_after_s
-        # the run's named status actor (run_status.py); resolved per schedule, "auto" only if unresolved
+        # the run's named status actor (run_status_actor.py); resolved per schedule, "auto" only if unresolved
         name = RunName(cfg.run_id, float(after)) if isinstance(after, (int, float)) else None
         try:
             with heap.run_in_process():  # several at once: execution.runs_per_driver

@@ -149,7 +149,7 @@ def check_prefix_cache_reset(cfgs: Sequence[RunConfig]) -> None:
             seen.add(name)
             if not settings.base_url:  # a Serve app: deployed by check_served above, or by the sweep
                 from masgrid._private.platform.launch import ensure_ray
-                from masgrid._private.platform.serving import ensure_served
+                from masgrid._private.platform.serve_cli import ensure_served
 
                 ensure_ray(cfg.execution.ray_address)
                 ensure_served(settings)
@@ -352,7 +352,7 @@ def check_served(cfg: RunConfig, model: BackendSettings | None = None) -> dict[s
     from masgrid._private.actors.serving.deploy import http_base_url, target
     from masgrid._private.actors.serving.spec import parse_serving
     from masgrid._private.platform.launch import ensure_ray
-    from masgrid._private.platform.serving import ensure_served
+    from masgrid._private.platform.serve_cli import ensure_served
 
     model = model or cfg.model
     ensure_ray(cfg.execution.ray_address)

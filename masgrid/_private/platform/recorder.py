@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from masgrid._private.actors import heap
 from masgrid._private.platform.sanitize import to_table
 from masgrid._private.platform.storage import STORAGE_ERRNOS, ResultsUnwritable, storage_errors  # noqa: F401 (re-exported)
-from masgrid._private.platform.records import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
+from masgrid._private.platform.table_schemas import AGENTS_SCHEMA, EVENTS_SCHEMA, PARTITION_KEYS, runs_schema
 
 TABLES = ("runs", "agents", "events")
 #: Parquet codec: zstd stores an event in about two thirds of snappy's bytes (the default)

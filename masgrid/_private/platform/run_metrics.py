@@ -76,7 +76,7 @@ def run_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, sco
               "phase1_submissions": played.phase_submissions[0] if played.n_phases > 1 else None}
     phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
     metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
-    from masgrid._private.platform.records import RUN_METRICS
+    from masgrid._private.platform.table_schemas import RUN_METRICS
 
     undeclared = sorted(set(metrics) - set(RUN_METRICS))
     if undeclared:  # the recorder would drop them silently: a family must declare its columns

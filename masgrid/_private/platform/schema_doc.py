@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from masgrid._private.platform.records import (AGENT_COLUMNS, CONFIG_COLUMNS, EVENT_COLUMNS, EVENT_KINDS,
+from masgrid._private.platform.table_schemas import (AGENT_COLUMNS, CONFIG_COLUMNS, EVENT_COLUMNS, EVENT_KINDS,
                                                PARTITION_KEYS, RUN_METRICS, RUN_STATUS_COLUMNS)
 from masgrid.family import Metric, families
 

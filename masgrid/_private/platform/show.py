@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 from rich.console import Console
 
 from masgrid._private.analysis.transcript import Turn, turns
-from masgrid._private.platform.records import EVENTS_SCHEMA
+from masgrid._private.platform.table_schemas import EVENTS_SCHEMA
 
 USAGE = "masgrid show RESULTS_DIR RUN_ID [--agent I]"
 STYLES = {"system": "cyan", "user": "green", "assistant": "magenta"}

@@ -203,7 +203,7 @@ class AdaptiveSettings(BaseModel):
 
 def numeric_metrics() -> dict[str, str]:
     """Runs columns a rule can use: name -> 'bool' or 'number' (imports Arrow: adaptive sweeps only)."""
-    from masgrid._private.platform.records import RUN_METRICS
+    from masgrid._private.platform.table_schemas import RUN_METRICS
 
     return {name: "bool" if m.type == "bool" else "number" for name, m in RUN_METRICS.items()
             if m.type in ("bool", "int64", "float64")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.records import RUN_METRICS
+from masgrid._private.platform.table_schemas import RUN_METRICS
 from masgrid._private.resources import conf_dir
 
 #: metrics that must not depend on how the model was reached (wall time aside; where the

@@ -16,7 +16,7 @@ import pytest
 
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.launch import run_many
-from masgrid._private.platform.serving import compose_model
+from masgrid._private.platform.serve_cli import compose_model
 from tests.support.engine import engine_missing
 from tests.support.serve_replicas import engine_counters, replica_ids, settled_counters
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from masgrid._private.actors.serving.spec import parse_serving
-from masgrid._private.platform.serving import compose_model
+from masgrid._private.platform.serve_cli import compose_model
 from masgrid._private.resources import conf_files
 from tests.support.engine import engine_missing
 

@@ -11,7 +11,7 @@ import urllib.request
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.serving import compose_model
+from masgrid._private.platform.serve_cli import compose_model
 from tests.support.engine import engine_missing
 from tests.support.load_under_requests import readings_while_busy, settles_to
 

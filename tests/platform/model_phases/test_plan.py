@@ -13,7 +13,7 @@ from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.model_phases.capacity import Cluster, Node, fits, place
 from masgrid._private.platform.model_phases.demand import demand_of
 from masgrid._private.platform.model_phases.plan import PhasePlanError, plan_phases
-from masgrid._private.platform.serving import compose_model
+from masgrid._private.platform.serve_cli import compose_model
 
 
 def gpu_preset(name: str, tp: int, replicas: int | str = 1, cpus: float = 1.0, strategy: str = "PACK") -> dict:
