@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from masgrid._private.platform import schema_doc
-from masgrid._private.platform.table_schemas import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS, EVENTS_SCHEMA,
-                                      runs_schema)
+from masgrid._private.platform.table_schemas import (AGENT_COLUMNS, AGENTS_SCHEMA, EVENT_COLUMNS, EVENT_KINDS,
+                                                     EVENTS_SCHEMA, runs_schema)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

@@ -29,7 +29,7 @@ from masgrid._private.envs.protocols.base import STACKED_VERB
 from masgrid._private.envs.tasks import Instance, Task, get_task
 from masgrid._private.envs.tasks.fingerprint import prompt_hash
 from masgrid._private.envs.tokens import get_counter
-from masgrid._private.envs.topology import system_prompt
+from masgrid._private.envs.topology import run_edges, system_prompt
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.dashboard_metrics import RunProgress
 from masgrid._private.platform.engine_alive import LOST_CLASSES, EngineLost, EngineWatch, lost
@@ -550,11 +550,10 @@ class RunDriver:
 
         score, scoring = await self._final_score(task, instance, submissions, log, n_phases)
         played = PlayedRun(n_phases=n_phases, phase_submissions=phase_subs, marks=marks, first_prompts=first_prompts,
-                           startup_s=startup_s)
+                           startup_s=startup_s, edges=run_edges(cfg.topology, cfg.seed, task, instance))
         scores = played.phase_scores(task, instance, score)
         return (run_metrics(cfg, task, instance, log, scores, scoring, played),
-                agent_rows(cfg, task, instance, log, scores, played))
-
+                agent_rows(cfg, instance, log, scores, played))
 
     async def _start_phase(self, task: Task, instance: Instance, phase: int, previous: list[Any], log: RunLog,
                            env_port: Port, pool: AgentPoolClient) -> list[str]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from masgrid._private.envs.tasks import Instance, Task
 from masgrid._private.envs.tasks.base import Score
-from masgrid._private.envs.topology import neighbor_lists, run_edges, summary as topology_summary
+from masgrid._private.envs.topology import neighbor_lists, summary as topology_summary
 from masgrid._private.platform.config import RunConfig
 from masgrid._private.platform.phase_metrics import phase_columns, phase_usage
 
@@ -22,13 +22,24 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PlayedRun:
     """What the phase loop leaves for the rows: each phase's submissions, the agents' counters at
-    each phase boundary (`phase_metrics.mark`), the first phase's system prompts, start-up time."""
+    each phase boundary (`phase_metrics.mark`), the first phase's system prompts, start-up time,
+    and the edges of the communication graph (`topology.run_edges`; None: complete)."""
 
     n_phases: int
     phase_submissions: list[list[Any]]
     marks: list[Any]
     first_prompts: list[str]
     startup_s: float
+    edges: list[tuple[int, int]] | None
+
+    @property
+    def two_phase(self) -> bool:
+        return self.n_phases > 1
+
+    @property
+    def submissions(self) -> list[Any]:
+        """What the agents ended the run with: the last phase's submissions."""
+        return self.phase_submissions[-1]
 
     def phase_scores(self, task: Task, instance: Instance, final: Score) -> list[Score]:
         """Each phase's score: the earlier phases scored here, the last one is `final`."""
@@ -45,12 +56,11 @@ def run_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, sco
                            played.phase_submissions)
     stats = log.stats
     usage = _usage(stats)
-    submissions = played.phase_submissions[-1] if played.phase_submissions else [None] * cfg.agents
     metrics: dict[str, Any] = {
         "success": score.success,
         "sr": None if None in score.correct else sum(bool(c) for c in score.correct) / len(score.correct),
         "rounds": max(s.rounds for s in stats),
-        "submitted": sum(s is not None for s in submissions),
+        "submitted": sum(s is not None for s in played.submissions),
         **usage,
         **_summed(stats),
         "agents_stopped": sum(s.stopped is not None for s in stats),
@@ -60,7 +70,7 @@ def run_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, sco
         "calls_usage_estimated": log.usage_estimated,
         "startup_s": played.startup_s,
         **phased,
-        **topology_summary(cfg.topology, cfg.agents, cfg.seed, run_edges(cfg.topology, cfg.seed, task, instance)),
+        **topology_summary(cfg.topology, cfg.agents, cfg.seed, played.edges),
         "comm_floor_success": task.no_communication_floor(instance),
     }
     metrics["model_error_rate"] = metrics["model_errors"] / metrics["model_calls"] if metrics["model_calls"] else 0.0
@@ -73,7 +83,7 @@ def run_metrics(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, sco
               "model_errors": metrics["model_errors"],
               "deliveries": sum(s.deliveries for s in stats),
               "files_read_others": sum(s.files_read_others for s in stats),
-              "phase1_submissions": played.phase_submissions[0] if played.n_phases > 1 else None}
+              "phase1_submissions": played.phase_submissions[0] if played.two_phase else None}
     phase_tokens = {k: v for k, v in phased.items() if k.startswith("tokens_")}
     metrics.update(task.run_metrics(instance, score, {**usage, **counts, **phase_tokens}))
     from masgrid._private.platform.table_schemas import RUN_METRICS
@@ -101,16 +111,14 @@ def _summed(stats: list[AgentStats]) -> dict[str, Any]:
     return {key: sum(getattr(s, key) for s in stats) for key in (*SUMMED, *CACHE_COUNTERS)}
 
 
-def agent_rows(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, scores: list[Score],
+def agent_rows(cfg: RunConfig, instance: Instance, log: RunLog, scores: list[Score],
                played: PlayedRun) -> list[dict[str, Any]]:
     """One agents row per agent: its answer against the expected one (and phase 1's in a
     two-phase run), its degree in the communication graph, its counters and model."""
-    edges = run_edges(cfg.topology, cfg.seed, task, instance)
+    edges = played.edges
     degrees = [cfg.agents - 1] * cfg.agents if edges is None else [len(a) for a in neighbor_lists(cfg.agents, edges)]
-    two_phase = played.n_phases > 1
-    phase1 = played.phase_submissions[0] if played.phase_submissions else [None] * cfg.agents
-    score, phase1_correct = scores[-1], scores[0].correct if two_phase else None
-    submissions = played.phase_submissions[-1] if played.phase_submissions else [None] * cfg.agents
+    two_phase, phase1, submissions = played.two_phase, played.phase_submissions[0], played.submissions
+    score, phase1_correct = scores[-1], scores[0].correct
     stats = log.stats
     return [
         {
@@ -118,7 +126,7 @@ def agent_rows(cfg: RunConfig, task: Task, instance: Instance, log: RunLog, scor
             "submission": _json(submissions[i]), "expected": _json(instance.expected[i]),
             "correct": score.correct[i], "partial": score.partial[i],
             "submitted_phase1": _json(phase1[i]) if two_phase else None,
-            "correct_phase1": phase1_correct[i] if phase1_correct is not None else None,
+            "correct_phase1": phase1_correct[i] if two_phase else None,
             "degree": degrees[i],
             "system_prompt": played.first_prompts[i], **_agent_counters(stats[i]), **agent_model(cfg, i),
             **cfg.labels(),

@@ -129,7 +129,7 @@ class RetryPolicy:
 
     n_runs: int
     max_attempts: int = MAX_ATTEMPTS
-    attempts: list[int] = field(default_factory=list)
+    attempts: list[int] = field(init=False)  # executions of each run so far
 
     def __post_init__(self) -> None:
         self.attempts = [0] * self.n_runs

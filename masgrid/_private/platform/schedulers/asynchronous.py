@@ -68,6 +68,10 @@ class ToolLoopTask(Protocol):
     def check_arguments(self, name: str, arguments: dict[str, Any]) -> str | None: ...
 
 
+#: the hooks ToolLoopTask declares, in order (for the one-line refusal of a task that lacks some)
+TOOL_LOOP_HOOKS = tuple(name for name, value in vars(ToolLoopTask).items() if callable(value) and not name.startswith("_"))
+
+
 @dataclass
 class Loop:
     """One agent's state in a phase."""
@@ -108,8 +112,7 @@ class AsynchronousScheduler(Scheduler):
         if task is None or instance is None or ctx.record_step is None:
             raise RuntimeError("the asynchronous scheduler needs the task, instance and event recorder in its context")
         if not isinstance(task, ToolLoopTask):
-            missing = [m for m in ("open_session", "phase_tools", "phase_limits", "harness_text", "agent_name",
-                                   "check_arguments") if not callable(getattr(task, m, None))]
+            missing = [m for m in TOOL_LOOP_HOOKS if not callable(getattr(task, m, None))]
             raise TypeError(f"task {task.name!r} cannot run on the asynchronous schedule: it lacks {', '.join(missing)}")
         last = ctx.phase == task.phase_count(instance, "base")
         try:
