@@ -110,14 +110,26 @@ def test_core_code_uses_no_familys_metric_by_name():
         "\n".join(found)
 
 
+#: a comparison of a schedule's name with a literal
+SCHEDULE_NAME_TEST = re.compile(r"schedule\s*(==|!=|\bin\b)\s*[\"'(\[{]")
+
+
 def test_core_code_asks_a_schedule_what_it_needs_instead_of_testing_its_name():
     """`Scheduler.steps_agents`, `counts_message_tokens`, `routes_messages`, `placement` and
     `packs_in_driver` say what a schedule needs; comparing a schedule's name hides that."""
     found = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in sorted(PACKAGE.rglob("*.py"))
              if path.relative_to(PACKAGE).parts[0] != "families"
              for n, line in enumerate(path.read_text().splitlines(), start=1)
-             if re.search(r"schedule\s*(==|!=|\bin\b)\s*[\"'(\[{]", line)]
+             if SCHEDULE_NAME_TEST.search(line)]
     assert not found, found
+
+
+def test_the_schedule_check_catches_a_name_test():
+    caught = ['timed=task.schedule == "asynchronous"', "if schedule != 'sequential':",
+              'if task.schedule in ("a", "b"):']
+    passed = ["timed=scheduler_class(task.schedule).steps_agents", "schedule = get_scheduler(name)"]
+    assert all(SCHEDULE_NAME_TEST.search(line) for line in caught)
+    assert not any(SCHEDULE_NAME_TEST.search(line) for line in passed)
 
 
 def test_the_check_catches_a_family_name(tmp_path):
