@@ -14,7 +14,7 @@ successes, is within the target), in the same results_dir, so it reuses the adap
 runs only the rest. Reported per repeat: runs of each, their ratio, the hindsight fixed n (the
 smallest common n at which every cell of this repeat's recorded streams was within the target).
 
-Simulation (`--sim` repeats, `masgrid._private.platform.adaptive.simulate`, the sweep's own
+Simulation (`--sim` repeats, `masgrid._private.platform.sweeps.adaptive.simulate`, the sweep's own
 decision code): Bernoulli streams at each cell's success rate estimated from every run
 recorded; median runs of the adaptive rule against n_fixed, and the coverage of the Wilson
 interval after optional stopping. The same for the paired SPRT (`compare`): its type I error
@@ -35,8 +35,8 @@ import pandas as pd
 
 import masgrid
 from masgrid._private.analysis.cells import read_cells
-from masgrid._private.platform.adaptive import simulate
-from masgrid._private.platform.stopping import AdaptiveSettings, interval
+from masgrid._private.platform.sweeps.adaptive import simulate
+from masgrid._private.platform.sweeps.stopping import AdaptiveSettings, interval
 
 BASE = ("task=agentsnet/coloring", "graph=ws", "agents=4")
 ROUNDS = (2, 3, 4, 6)

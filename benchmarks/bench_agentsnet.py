@@ -29,10 +29,11 @@ import psutil
 
 from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.simulate import run_scripted
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import ensure_ray, run_local, run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.cluster.ray_session import ensure_ray
 
 
+from masgrid._private.platform.sweeps.ray_runs import run_local, run_one
 def rss_mb(with_children: bool) -> float:
     """RSS of this process, plus (Ray) every descendant: the GCS, raylet and the worker
     processes of the cluster this script started. Other users' Ray clusters on a shared

@@ -24,11 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from masgrid._private.platform.budget import BudgetSettings, SweepBudget
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.recorder import Recorder
-from masgrid._private.platform.sweep import recorded_status
+from masgrid._private.platform.sweeps.budget import BudgetSettings, SweepBudget
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.results.recorder import Recorder
+from masgrid._private.platform.sweeps.sweep import recorded_status
 
 
 def grid(results_dir: Path, seeds: range) -> list[RunConfig]:

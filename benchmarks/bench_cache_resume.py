@@ -51,7 +51,7 @@ def counters(base_url: str) -> dict[str, float]:
 
 
 def command(base_url: str, served: str, results: Path, cache: Path | None, agents: int, rounds: int) -> list[str]:
-    args = [sys.executable, "-m", "masgrid._private.platform.cli", "run", "task=sorting", "protocol=broadcast",
+    args = [sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "task=sorting", "protocol=broadcast",
             f"agents={agents}", "k=2", f"max_rounds={rounds}", "seed=7", "backend=openai", "model=local_vllm",
             f"model.base_url={base_url}", f"model.served_name={served}", "model.max_tokens=24",
             "model.max_retries=0", "model.http_client=direct", "execution.executor=local", "preflight=false",

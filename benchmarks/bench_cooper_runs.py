@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.results.recorder import partition_dir
 
 
 def one_run(pool, cache: Path, results: Path, features: list[int], setting: str, sandbox: str, seed: int) -> dict:

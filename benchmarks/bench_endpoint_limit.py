@@ -33,8 +33,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import ensure_ray, run_many
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.cluster.ray_session import ensure_ray
+from masgrid._private.platform.sweeps.ray_runs import run_many
 from tests.support.rate_limited_provider import RateLimitedProvider
 
 

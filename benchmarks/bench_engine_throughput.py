@@ -64,8 +64,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_simas_sweep import start_head, stop_head  # noqa: E402
 from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
-from masgrid._private.platform.config import RunConfig  # noqa: E402
-from masgrid._private.platform.launch import ensure_ray, run_many  # noqa: E402
+from masgrid._private.platform.run.config import RunConfig  # noqa: E402
+from masgrid._private.platform.cluster.ray_session import ensure_ray  # noqa: E402
+from masgrid._private.platform.sweeps.ray_runs import run_many  # noqa: E402
 from tests.support.engine import start_engine  # noqa: E402
 
 BENCH = """
@@ -153,7 +154,7 @@ def execute(cfgs: list[RunConfig], concurrent: int, warm: bool) -> None:
     if concurrent:
         run_many(cfgs, max_concurrent=concurrent, keep_warm=warm)
         return
-    from masgrid._private.platform.sweep import SweepSettings, run_sweep
+    from masgrid._private.platform.sweeps.sweep import SweepSettings, run_sweep
 
     run_sweep(cfgs, SweepSettings(progress="off", reuse_actors=True))
 

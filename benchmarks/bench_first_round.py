@@ -1,6 +1,6 @@
 """Seconds from `masgrid run` to its first round, cold and with a Ray head already running.
 
-Each timed run is a fresh `python -m masgrid._private.platform.cli run` process (a 10-agent scripted
+Each timed run is a fresh `python -m masgrid._private.platform.commands.cli run` process (a 10-agent scripted
 sorting run by default). The clock starts just before the process is spawned; the first
 round starts when its first model call went out (`call_started`, the earliest of the run's
 model_call events), read back from the run's Parquet events. Also reported: when the driver
@@ -51,7 +51,7 @@ def free_port() -> int:
 
 
 def masgrid(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], env=env, cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], env=env, cwd=REPO,
                           capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise RuntimeError(f"masgrid {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")

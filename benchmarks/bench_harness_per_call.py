@@ -133,8 +133,8 @@ class CpuSampler:
 
 
 def in_ray(name: str, server: Server, results: Path, seed: int, client: str, warm: bool = False) -> dict:
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_one
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_one
 
     cfg = RunConfig.from_mapping(config(name, server, results, seed, client, warm))
     before = server.stats()
@@ -166,8 +166,8 @@ def in_ray(name: str, server: Server, results: Path, seed: int, client: str, war
 def in_process(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
     """The same run without Ray (`execution.executor=local`): every component in this process,
     so its CPU time per call is the harness's CPU, robust to other load on the machine."""
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_local
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_local
 
     data = config(name, server, results, seed, client)
     data["execution"]["executor"] = "local"
@@ -193,7 +193,7 @@ def as_process(name: str, server: Server, results: Path, seed: int, client: str)
     args += [f"++execution.{k}={v}" for k, v in cfg["execution"].items()]
     before = server.stats()
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", *args], check=True,
+    subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", *args], check=True,
                    stdout=subprocess.DEVNULL, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
     wall = time.perf_counter() - t0
     after = server.stats()
@@ -218,7 +218,7 @@ def main() -> None:
         key, _, value = item.partition("=")
         EXECUTION[key] = json.loads(value) if value[:1].isdigit() or value in ("true", "false", "null") else value
 
-    from masgrid._private.platform.launch import ensure_ray
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
 
     server = Server()
     rows: list[dict] = []

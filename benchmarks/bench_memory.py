@@ -96,9 +96,10 @@ class Sampler:
 def measure(size_mb: float, agents: int, rounds: int, repeats: int, uncapped: bool) -> dict[str, Any]:
     """One size, in this process: start the server and Ray, run REPEATS times, report medians.
     masgrid comes from PYTHONPATH, so the same script measures any checkout."""
-    from masgrid._private.platform.config import ExecutionSettings, RunConfig
-    from masgrid._private.platform.launch import ensure_ray, run_one
+    from masgrid._private.platform.run.config import ExecutionSettings, RunConfig
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
 
+    from masgrid._private.platform.sweeps.ray_runs import run_one
     parent, child = mp.Pipe()
     server = mp.get_context("spawn").Process(target=serve, args=(size_mb, child), daemon=True)
     server.start()

@@ -49,9 +49,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_simas_sweep import start_head, stop_head  # noqa: E402
 from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
-from masgrid._private.platform.config import RunConfig  # noqa: E402
-from masgrid._private.platform.launch import ensure_ray, run_many  # noqa: E402
-from masgrid._private.platform.serve_cli import compose_model  # noqa: E402
+from masgrid._private.platform.run.config import RunConfig  # noqa: E402
+from masgrid._private.platform.cluster.ray_session import ensure_ray  # noqa: E402
+from masgrid._private.platform.sweeps.ray_runs import run_many  # noqa: E402
+from masgrid._private.platform.commands.serve_cli import compose_model  # noqa: E402
 from tests.support.serve_replicas import engine_counters, replica_ids, settled_counters  # noqa: E402
 
 ROUTERS = ("default", "prefix_aware")

@@ -77,7 +77,7 @@ def one_sweep(tree: Path, runs: int, healthy_calls: int) -> dict:
                 "model.name=provider-model", f"model.base_url={server.base_url}", "model.timeout_s=30",
                 f"results_dir={results}", "sweep.max_concurrent=2", "sweep.admission=fixed", "sweep.progress=plain",
                 "execution.keep_warm=false"]
-        proc = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], env=env,
+        proc = subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], env=env,
                               cwd=tree, capture_output=True, text=True)
         ended = time.monotonic()
         statuses: Counter[str] = Counter()

@@ -1,6 +1,6 @@
 """Recorder throughput for a 1,000-agent x 40-round run with several events per model call.
 
-The events are built by the driver's own `RunLog` (platform/driver.py) from synthetic
+The events are built by the driver's own `RunLog` (platform/run/driver.py) from synthetic
 replies, so every row has the shape and the columns a real run records: per agent and
 round one observation, one model call and `--commands` commands with their replies, plus a
 prompt per agent. They are then written the way a run writes them: one `write_events`
@@ -41,8 +41,8 @@ from typing import Any
 
 from masgrid._private.actors.backends import Completion
 from masgrid._private.actors.environment import OutcomeRecord
-from masgrid._private.platform.driver import EVENT_FLUSH_ROUNDS, RunLog
-from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.run.driver import EVENT_FLUSH_ROUNDS, RunLog
+from masgrid._private.platform.results.recorder import Recorder
 
 from figures_header import emit, machine_line  # benchmarks/ (run as a script)
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.results.recorder import Recorder
 from masgrid._private.site.build import build_site
 
 REPLY = "I will send my numbers to my neighbour and read what arrived. " * 3

@@ -23,10 +23,11 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import ensure_ray, run_local, run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.cluster.ray_session import ensure_ray
 
 
+from masgrid._private.platform.sweeps.ray_runs import run_local, run_one
 def ray_rss_mb() -> float:
     """RSS of this benchmark's own Ray cluster: ray.init started GCS, raylet and every
     worker as descendants of this process (other Ray clusters on the box are excluded)."""

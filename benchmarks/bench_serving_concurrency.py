@@ -46,9 +46,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import ensure_ray, run_many
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.cluster.ray_session import ensure_ray
 
+from masgrid._private.platform.sweeps.ray_runs import run_many
 SETTINGS = (("1 run x 100 agents", 1, 100), ("20 runs x 20 agents", 20, 20))
 RATIOS = ("ideal/wall", "ideal/rounds", "ideal/rounds per run (median)")
 BREAKDOWN = ("measured/wall", "start spread_s", "send spread_s", "call extra_s", "call extra p90_s", "round gap_s")

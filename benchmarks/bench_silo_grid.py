@@ -40,9 +40,10 @@ def main() -> None:
         return
 
     from masgrid.families.silo.catalog import SILO_SPECS
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import ensure_ray, run_many
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
 
+    from masgrid._private.platform.sweeps.ray_runs import run_many
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     tasks = [f"silo/{t}" for t in (args.tasks.split(",") if args.tasks else sorted(SILO_SPECS))]

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sweep_command(base_url: str, results_dir: str, concurrency: int, ns: argparse.Namespace) -> list[str]:
     """The `masgrid run -m` line a user would type (the grid: agents x subjects x questions)."""
-    return [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m",
+    return [sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "-m",
             "task=simas/mmlu", "protocol=groupchat", f"agents={ns.agents}", f"simas.subject={ns.subjects}",
             f"simas.question=range(0,{ns.questions})", f"simas.rounds={ns.rounds}", f"simas.profiles={ns.profiles}",
             "backend=openai", "model=local_vllm", "model.served_name=bench", f"model.base_url={base_url}", "model.max_retries=0",
@@ -108,13 +108,13 @@ def start_head() -> dict[str, str]:
     head = {"RAY_TMPDIR": tempfile.mkdtemp(prefix="mgb", dir="/tmp")}  # short: Ray's socket paths
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", **head}
     env.pop("RAY_ADDRESS", None)
-    subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "up"], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", "up"], cwd=ROOT, env=env, check=True)
     return head
 
 
 def stop_head(head: dict[str, str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled", **head}
-    subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "down"], cwd=ROOT, env=env, check=False)
+    subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", "down"], cwd=ROOT, env=env, check=False)
 
 
 def list_schedule(paths: list[float], concurrency: int) -> float:

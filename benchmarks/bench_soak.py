@@ -1,7 +1,7 @@
 """Kill-and-resume soak: a scripted sweep whose process is SIGKILLed at random moments, then
 resumed with the same command until it completes; counts runs lost and duplicated.
 
-Each attempt is `python -m masgrid._private.platform.cli run -m ...` joining one local Ray instance
+Each attempt is `python -m masgrid._private.platform.commands.cli run -m ...` joining one local Ray instance
 started here (as `ray job submit` joins a cluster). An attempt is killed once the dataset has
 gained a random number of completed runs, plus a random fraction of a second, so kills land
 while runs are in flight. After `--kills` kills the same command runs to the end. Then:
@@ -35,7 +35,7 @@ AGENTS = (1, 2)
 
 
 def command(results_dir: Path, seeds: int, concurrency: int) -> list[str]:
-    return [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", f"protocol={','.join(PROTOCOLS)}",
+    return [sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "-m", f"protocol={','.join(PROTOCOLS)}",
             f"agents={','.join(map(str, AGENTS))}", "k=1", f"seed=range(0,{seeds})", f"results_dir={results_dir}",
             f"sweep.max_concurrent={concurrency}", "sweep.progress=plain", "sweep.log_every_s=5"]
 

@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/bench_sweep.py --runs 200 --concurrency 8,4,2,1
 
 Each level runs the same grid (sorting, scripted agents, N in 1..4, K in {1, 2}, the three
-protocols, distinct seeds) into a fresh results_dir through `masgrid._private.platform.sweep.run_sweep`,
+protocols, distinct seeds) into a fresh results_dir through `masgrid._private.platform.sweeps.sweep.run_sweep`,
 the code path of `masgrid run -m` after Hydra composition, on one local Ray instance
 started once. Reported: wall time of the sweep, runs/minute, and the mean wall time of
 one run as recorded in the runs table. Results go to stdout as a Markdown table and to
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import ensure_ray
-from masgrid._private.platform.sweep import SweepSettings, run_sweep
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.cluster.ray_session import ensure_ray
+from masgrid._private.platform.sweeps.sweep import SweepSettings, run_sweep
 
 
 def grid(n_runs: int, results_dir: str) -> list[RunConfig]:

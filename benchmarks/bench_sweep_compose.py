@@ -6,7 +6,7 @@ Three measurements, medians of --repeat repeats:
 
 1. composition per job, in process: Hydra's full per-job composition (`load_sweep_config`,
    what the launcher did before; timed on a --sample of the jobs) against
-   `masgrid._private.platform.compose` over all 2,700 jobs, and validation (`RunConfig`) per job;
+   `masgrid._private.platform.sweeps.compose` over all 2,700 jobs, and validation (`RunConfig`) per job;
 2. resume planning: `plan_sweep` over the 2,700 configs against a results_dir in which all
    of them are recorded (one runs file each, as the recorder writes them);
 3. end to end (--e2e): the real CLI in a subprocess, from launch to the plan line
@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from masgrid._private.platform.compose import multirun_jobs
-from masgrid._private.platform.sweep import plan_sweep, split_job_config
+from masgrid._private.platform.sweeps.compose import multirun_jobs
+from masgrid._private.platform.sweeps.sweep import plan_sweep, split_job_config
 
 SWEEP = ["sweep=masbench"]
 
@@ -53,7 +53,7 @@ def compose_times(sample: int) -> dict[str, float]:
 
 
 def resume_plan_time(results_dir: str) -> dict[str, float]:
-    from masgrid._private.platform.recorder import Recorder
+    from masgrid._private.platform.results.recorder import Recorder
 
     composer, jobs = multirun_jobs([*SWEEP, f"results_dir={results_dir}"])
     cfgs = [split_job_config(composer.compose(job, i)[1])[0] for i, job in enumerate(jobs)]
@@ -68,7 +68,7 @@ def resume_plan_time(results_dir: str) -> dict[str, float]:
 
 
 def e2e(results_dir: str) -> dict[str, float]:
-    cmd = [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", *SWEEP, f"results_dir={results_dir}",
+    cmd = [sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "-m", *SWEEP, f"results_dir={results_dir}",
            "sweep.progress=plain", "sweep.log_every_s=0", "sweep.max_concurrent=2"]
     marks: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -37,8 +37,8 @@ SCENARIOS = {
 
 
 def one(name: str, server: Server, results: Path, seed: int, client: str) -> dict:
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_one
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_one
 
     data = config("an100", server, results, seed, client)
     data.update(SCENARIOS[name])
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from masgrid._private.platform.launch import ensure_ray
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
 
     server = Server()
     rows = []

@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid._private.envs.tokens import approx_tokens, get_counter
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 
 def texts(tmp: Path) -> list[str]:

@@ -21,7 +21,7 @@ _LINE = re.compile(r"^\s*(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+?)(?:::(\S
 _WALL = re.compile(r"in (\d+(?:\.\d+)?)s(?: \(([\d:]+)\))?")
 
 #: path parts of the test files whose tests start a vLLM engine, a Serve app or Ray clusters of their own
-HEAVY_PARTS = ("tests/actors/serving/", "tests/platform/model_phases/", "test_cluster.py", "test_multinode.py",
+HEAVY_PARTS = ("tests/actors/serving/", "tests/platform/sweeps/model_phases/", "test_cluster.py", "test_multinode.py",
                "test_engine_lost.py", "_engine.py")
 
 

@@ -24,13 +24,13 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "run": "masgrid._api", "sweep": "masgrid._api", "grid": "masgrid._api", "compose": "masgrid._api",
     "load_results": "masgrid._api", "report": "masgrid._api", "Results": "masgrid._api",
-    "RunConfig": "masgrid._private.platform.config", "ConfigError": "masgrid._private.platform.config",
-    "RunSummary": "masgrid._private.platform.run_summary", "SweepResult": "masgrid._private.platform.sweep",
+    "RunConfig": "masgrid._private.platform.run.config", "ConfigError": "masgrid._private.platform.run.config",
+    "RunSummary": "masgrid._private.platform.run.run_summary", "SweepResult": "masgrid._private.platform.sweeps.sweep",
     "Family": "masgrid.family", "Metric": "masgrid.family", "CliCommand": "masgrid.family",
     "families": "masgrid.family",
     "Task": "masgrid._private.envs.tasks.base", "Instance": "masgrid._private.envs.tasks.base", "Score": "masgrid._private.envs.tasks.base",
     "get_task": "masgrid._private.envs.tasks", "task_names": "masgrid._private.envs.tasks",
-    "PreflightError": "masgrid._private.platform.preflight",
+    "PreflightError": "masgrid._private.platform.sweeps.preflight",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from masgrid._private.envs.tasks import get_task as get_task, task_names as task_names
     from masgrid._private.envs.tasks.base import Instance as Instance, Score as Score, Task as Task
     from masgrid.family import CliCommand as CliCommand, Family as Family, Metric as Metric, families as families
-    from masgrid._private.platform.config import ConfigError as ConfigError, RunConfig as RunConfig
-    from masgrid._private.platform.run_summary import RunSummary as RunSummary
-    from masgrid._private.platform.preflight import PreflightError as PreflightError
-    from masgrid._private.platform.sweep import SweepResult as SweepResult
+    from masgrid._private.platform.run.config import ConfigError as ConfigError, RunConfig as RunConfig
+    from masgrid._private.platform.run.run_summary import RunSummary as RunSummary
+    from masgrid._private.platform.sweeps.preflight import PreflightError as PreflightError
+    from masgrid._private.platform.sweeps.sweep import SweepResult as SweepResult

@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.run_summary import RunSummary
-from masgrid._private.platform.stopping import AdaptiveSettings
-from masgrid._private.platform.sweep import SweepResult, SweepSettings
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.run.run_summary import RunSummary
+from masgrid._private.platform.sweeps.stopping import AdaptiveSettings
+from masgrid._private.platform.sweeps.sweep import SweepResult, SweepSettings
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +41,8 @@ def _compose_all(argvs: Sequence[Sequence[str]]) -> list[tuple[RunConfig, SweepS
     """Each override line composed as `masgrid run` composes a job, Hydra initialised once."""
     from hydra import initialize_config_dir
 
-    from masgrid._private.platform.compose import compose_job
-    from masgrid._private.platform.sweep import split_job_config
+    from masgrid._private.platform.sweeps.compose import compose_job
+    from masgrid._private.platform.sweeps.sweep import split_job_config
     from masgrid._private.resources import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="masgrid"):
@@ -72,8 +72,8 @@ def run(config: RunConfig | Mapping[str, Any] | None = None, *overrides: str, pr
     `masgrid.run(task="simas/mmlu", simas__subject="college_physics", agents=3)`, or a RunConfig.
     The endpoint check (preflight) runs first, as on the command line; its PreflightError says
     what is wrong before any actor starts."""
-    from masgrid._private.platform.launch import run_one
-    from masgrid._private.platform.preflight import preflight as check
+    from masgrid._private.platform.sweeps.ray_runs import run_one
+    from masgrid._private.platform.sweeps.preflight import preflight as check
 
     cfg = _as_config(config, overrides, values)
     if preflight:
@@ -105,9 +105,9 @@ def sweep(configs: Iterable[RunConfig] | Mapping[str, Iterable[Any]], *base: str
     on runs in flight (None: as many as each engine's load admits, up to 32; 4 for scripted runs;
     docs/sweeps.md, "Runs in flight"). `budget`: `{"tokens": ...}` and/or `{"usd": ...}` over the whole
     sweep, recorded runs included; `.not_started` counts the runs it left for a resume (docs/hosted-apis.md)."""
-    from masgrid._private.platform.adaptive import check_adaptive
-    from masgrid._private.platform.config import ConfigError
-    from masgrid._private.platform.sweep import collapse_error, collapsed_keys, run_sweep, sweep_settings
+    from masgrid._private.platform.sweeps.adaptive import check_adaptive
+    from masgrid._private.platform.run.config import ConfigError
+    from masgrid._private.platform.sweeps.sweep import collapse_error, collapsed_keys, run_sweep, sweep_settings
 
     cfgs = grid(base, **configs) if isinstance(configs, Mapping) else list(configs)
     if not cfgs:

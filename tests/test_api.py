@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import masgrid
-from masgrid._private.platform.cli import main
+from masgrid._private.platform.commands.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def test_run_sweep_load_and_report_as_a_notebook_would(tmp_path, ray_session, ca
 
 def test_the_validity_filter_is_applied_and_stated(tmp_path):
     """An invalid row stays in all_runs, is left out of runs, and the note says so."""
-    from masgrid._private.platform.table_schemas import runs_schema
+    from masgrid._private.platform.results.table_schemas import runs_schema
 
     rows = [{"run_id": f"r{i}", "task": "max", "protocol": "kv", "status": s, "point_id": f"p{i}",
              "prompt_hash": "h", "model": "m"} for i, s in enumerate(["ok", "invalid", "degraded"])]

@@ -77,7 +77,7 @@ def test_no_family_at_all_says_how_to_install(monkeypatch):
 
 
 def test_a_family_column_may_not_take_a_core_columns_name(monkeypatch):
-    from masgrid._private.platform import table_schemas as records
+    from masgrid._private.platform.results import table_schemas as records
 
     for name in ("sr", "task", "status"):
         monkeypatch.setattr(records, "family_metrics", lambda name=name: {name: Metric(type="float64", meaning="m")})
@@ -107,7 +107,7 @@ def test_a_broken_plugin_is_one_line_from_every_command(tmp_path):
     (info / "entry_points.txt").write_text("[masgrid.families]\nbroken = broken_fam_missing.family:FAMILY\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     for argv in (["run", "agents=2"], ["run", "-m", "agents=2,3", f"results_dir={tmp_path / 'r'}"], ["families"]):
-        done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *argv], env=env,
+        done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", *argv], env=env,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2, (argv, done.stderr)
         assert done.stderr.strip().splitlines() == [
@@ -117,7 +117,7 @@ def test_a_broken_plugin_is_one_line_from_every_command(tmp_path):
 
 
 def test_an_option_block_may_not_take_a_run_config_field(monkeypatch):
-    from masgrid._private.platform import config
+    from masgrid._private.platform.run import config
 
     class Opts(BaseModel):
         x: int = 0

@@ -31,7 +31,7 @@ def _family_words() -> re.Pattern[str]:
 ORDINARY = {"max", "local", "judge"}
 #: where core code names a family on purpose, with why
 ALLOWED = {
-    ("masgrid/_private/platform/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
+    ("masgrid/_private/platform/run/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
 }
 
 
@@ -259,3 +259,44 @@ def test_the_length_check_counts_a_long_function(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(80))
     (tmp_path / "m.py").write_text(f"def short():\n    pass\n\n\nasync def long():\n{body}")
     assert long_functions(tmp_path) == ["m.py:5 long (81 lines)"]
+
+
+#: which of the platform's sub-packages each may import (docs/architecture.md): a single run
+#: knows nothing of sweeps or the command line; the command line sits on top of everything
+PLATFORM_IMPORTS = {
+    "run": {"results", "cluster"},
+    "results": set(),
+    "cluster": {"results"},
+    "judging": set(),
+    "sweeps": {"run", "results", "cluster"},
+    "commands": {"run", "results", "cluster", "sweeps", "judging"},
+}
+
+
+def platform_edges(platform_dir: Path) -> list[str]:
+    """`path: module` for each import of one platform sub-package by another that may not import it."""
+    out = []
+    for path in sorted(platform_dir.rglob("*.py")):
+        parts = path.relative_to(platform_dir).parts
+        if len(parts) < 2:
+            continue
+        allowed = PLATFORM_IMPORTS.get(parts[0], set()) | {parts[0]}
+        for module in sorted(imported_modules(path)):
+            names = module.split(".")
+            if names[:3] == ["masgrid", "_private", "platform"] and len(names) > 3 and names[3] not in allowed:
+                out.append(f"{path.relative_to(platform_dir)}: {module}")
+    return out
+
+
+def test_the_platforms_sub_packages_import_one_way():
+    platform = PACKAGE / "_private" / "platform"
+    assert {d.name for d in platform.iterdir() if (d / "__init__.py").exists()} == set(PLATFORM_IMPORTS)
+    assert platform_edges(platform) == []
+
+
+def test_the_platform_import_check_catches_an_upward_import(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "driver.py").write_text(
+        "from masgrid._private.platform.results.recorder import Recorder\n"
+        "def f():\n    from masgrid._private.platform.sweeps.sweep import run_sweep\n")
+    assert platform_edges(tmp_path) == ["run/driver.py: masgrid._private.platform.sweeps.sweep"]

@@ -4,11 +4,11 @@ Why our own launcher rather than hydra-ray-launcher (1.2.2 on PyPI): that plugin
 requirements admit Ray 2.x, but it ships one Ray task per job running the whole Hydra task
 function (here: a driver that itself starts actors), has no bound on concurrent jobs other
 than CPU reservations, composes configs one by one while submitting, and knows nothing of
-results already recorded. masgrid's unit of work is a driver actor (`launch.run_many`),
+results already recorded. masgrid's unit of work is a driver actor (`ray_runs.run_many`),
 so this launcher only composes: every job config is built and validated first (all
-errors reported, nothing started; `masgrid._private.platform.compose` composes once per config-group
+errors reported, nothing started; `masgrid._private.platform.sweeps.compose` composes once per config-group
 choice, not once per job), a grid whose jobs would collapse into one run is refused, then
-`masgrid._private.platform.sweep.run_sweep` skips recorded runs and keeps as many drivers in
+`masgrid._private.platform.sweeps.sweep.run_sweep` skips recorded runs and keeps as many drivers in
 flight as the engines' load admits (`sweep.admission`), at most `sweep.max_concurrent`.
 """
 
@@ -98,16 +98,16 @@ class MasgridRayLauncher(Launcher):
         self.task_function = task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from masgrid._private.platform.compose import JobComposer
+        from masgrid._private.platform.sweeps.compose import JobComposer
         from masgrid._private.actors.serving.spec import ServingError, ServingUnavailable
-        from masgrid._private.platform.config import ConfigError
-        from masgrid._private.platform.engine_alive import EngineLost
-        from masgrid._private.platform.preflight import PreflightError, check_results_dir
-        from masgrid._private.platform.storage import ResultsUnwritable
-        from masgrid._private.platform.results_lock import ResultsDirBusy
-        from masgrid._private.platform.model_phases.cluster_state import PhasesBusy
-        from masgrid._private.platform.model_phases.plan import PhasePlanError
-        from masgrid._private.platform.sweep import (SweepResult, collapse_error, collapsed_keys, describe_plan,
+        from masgrid._private.platform.run.config import ConfigError
+        from masgrid._private.platform.cluster.engine_alive import EngineLost
+        from masgrid._private.platform.sweeps.preflight import PreflightError, check_results_dir
+        from masgrid._private.platform.results.storage import ResultsUnwritable
+        from masgrid._private.platform.results.results_lock import ResultsDirBusy
+        from masgrid._private.platform.sweeps.model_phases.cluster_state import PhasesBusy
+        from masgrid._private.platform.sweeps.model_phases.plan import PhasePlanError
+        from masgrid._private.platform.sweeps.sweep import (SweepResult, collapse_error, collapsed_keys, describe_plan,
                                                      report_config_errors, run_sweep, split_job_config, sweep_call)
 
         assert self.hydra_context is not None and self.config is not None
@@ -150,11 +150,11 @@ class MasgridRayLauncher(Launcher):
             return []
         refused = None
         if all_settings[0].adaptive.active:  # a grid the stopping rule cannot take
-            from masgrid._private.platform.adaptive import check_adaptive
+            from masgrid._private.platform.sweeps.adaptive import check_adaptive
 
             refused = check_adaptive(cfgs, all_settings[0])
         if refused is None:  # a budget in money over a model without a price
-            from masgrid._private.platform.budget import check_budget
+            from masgrid._private.platform.sweeps.budget import check_budget
 
             refused = check_budget(cfgs, all_settings[0].budget)
         if refused:
@@ -190,7 +190,7 @@ class MasgridRayLauncher(Launcher):
     def _save_sweep_config(self) -> None:
         """hydra.sweep.dir/multirun.yaml, as Hydra's BasicSweeper writes it, but only for a
         sweep that is about to run: it holds its results_dir and passed preflight."""
-        from masgrid._private.platform.storage import storage_errors
+        from masgrid._private.platform.results.storage import storage_errors
 
         assert self.config is not None
         sweep_dir = Path(str(self.config.hydra.sweep.dir))

@@ -3,8 +3,8 @@ client) and the runner that judges recorded items with it, one question at a tim
 
 from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion
 from masgrid._private.actors.backends.clients import ClientCache
-from masgrid._private.platform.judge_model import judge_backend, judge_parser, judge_settings
-from masgrid._private.platform.judge_runner import JudgeAnswer, ask_judge, judge_each
+from masgrid._private.platform.judging.judge_model import judge_backend, judge_parser, judge_settings
+from masgrid._private.platform.judging.judge_runner import JudgeAnswer, ask_judge, judge_each
 
 __all__ = ["BackendSettings", "ChatBackend", "ClientCache", "Completion", "JudgeAnswer", "ask_judge", "judge_backend",
            "judge_each", "judge_parser", "judge_settings"]

@@ -6,7 +6,7 @@ from masgrid._private.analysis.load import Results, load_results, read_table
 from masgrid._private.analysis.markdown import to_markdown, write_table
 from masgrid._private.analysis.token_units import approximate_token_note
 from masgrid._private.analysis.usable_runs import exclusion_note, include_invalid, usable
-from masgrid._private.platform.recorder import write_table_atomic
+from masgrid._private.platform.results.recorder import write_table_atomic
 from masgrid._private.site.run_data import Run
 
 __all__ = ["Results", "Run", "approximate_token_note", "exclusion_note", "include_invalid", "load_results",

@@ -11,8 +11,8 @@ import pytest
 from masgrid._private.analysis.transcript import calls as rebuilt_calls
 from masgrid._private.envs.harness import MSG_MODEL_ERROR, MSG_NO_COMMANDS
 from masgrid._private.envs.tasks import get_task
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 SEED = 7
@@ -40,7 +40,7 @@ def make_script(expected):
     ]
 
     def script(request: dict) -> Reply:
-        if request.get("max_tokens") == 1:  # masgrid's probe after the failed calls (platform/engine_alive.py)
+        if request.get("max_tokens") == 1:  # masgrid's probe after the failed calls (platform/cluster/engine_alive.py)
             return Reply("ok")
         agent, turn = agent_and_turn(request)
         if agent == 0:

@@ -19,7 +19,7 @@ from scipy import stats
 from masgrid._private.analysis import load_results
 from masgrid.families.masbench.tables import table1, table2, table3, table6, table7, table8, table9, table10
 from masgrid._private.analysis.stats import welch_tests
-from masgrid._private.platform.recorder import SCHEMAS, Recorder, partition_dir, write_table_atomic
+from masgrid._private.platform.results.recorder import SCHEMAS, Recorder, partition_dir, write_table_atomic
 
 MODELS = ("model-a", "model-b")
 PROTOCOLS = ("broadcast", "p2p", "kv")
@@ -253,7 +253,7 @@ def test_welch_pairs_and_degenerate_cells():
 
 def test_masgrid_report_writes_every_table_and_figure(dataset, tmp_path, capsys):
     from masgrid.families.masbench.report import TABLES
-    from masgrid._private.platform.cli import main
+    from masgrid._private.platform.commands.cli import main
 
     root, ok = dataset
     out = tmp_path / "report"

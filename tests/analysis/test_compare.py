@@ -12,9 +12,9 @@ import pytest
 from scipy import stats as scipy_stats
 
 from masgrid._private.analysis.compare import compare
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 
 def _welch_p(a: list[float], b: list[float]) -> float:

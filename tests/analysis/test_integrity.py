@@ -10,9 +10,9 @@ import pandas as pd
 
 from masgrid._private.analysis.integrity import QUARANTINE
 from masgrid._private.analysis.report import build_report
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.sweep import plan_sweep
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.sweeps.sweep import plan_sweep
 
 
 def configs(root) -> list[RunConfig]:
@@ -79,7 +79,7 @@ def test_a_report_alone_quarantines_and_lists_damage(tmp_path):
 
 
 def test_masgrid_report_lists_what_it_set_aside_in_its_index_and_site(tmp_path, capsys):
-    from masgrid._private.platform.cli import main
+    from masgrid._private.platform.commands.cli import main
     from masgrid._private.site.jsdata import read_data
 
     root = tmp_path / "results"

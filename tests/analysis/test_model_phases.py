@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from masgrid._private.analysis.model_phases import PHASE_COLUMNS, loading_share, phases_section, read_phases
-from masgrid._private.platform.model_phases.phase_table import write_phases
+from masgrid._private.platform.sweeps.model_phases.phase_table import write_phases
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

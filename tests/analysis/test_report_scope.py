@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from masgrid._private.analysis.report import build_report
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 
 def _run(root, **fields) -> None:

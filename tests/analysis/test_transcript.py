@@ -11,7 +11,7 @@ import pandas as pd
 from masgrid._private.actors.backends.base import Completion
 from masgrid._private.analysis.transcript import calls
 from masgrid._private.envs.tool_calls import ToolCall, with_calls
-from masgrid._private.platform.driver import _history_calls
+from masgrid._private.platform.run.driver import _history_calls
 
 
 def events_of(rows: list[dict]) -> pd.DataFrame:

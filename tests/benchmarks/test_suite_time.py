@@ -31,5 +31,5 @@ def test_per_file_sums_and_the_wall_time_match_the_log() -> None:
 
 
 def test_what_counts_as_heavy() -> None:
-    assert heavy("tests/actors/serving/test_spec.py") and heavy("tests/platform/test_budget_engine.py")
-    assert not heavy("tests/platform/test_budget.py") and not heavy("tests/families/cooper/test_evaluate.py")
+    assert heavy("tests/actors/serving/test_spec.py") and heavy("tests/platform/sweeps/test_budget_engine.py")
+    assert not heavy("tests/platform/sweeps/test_budget.py") and not heavy("tests/families/cooper/test_evaluate.py")

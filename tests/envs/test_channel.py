@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from masgrid._private.envs.channel import ChannelSettings, draw
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 
 RATES = ("loss", "delay", "duplicate", "reorder")
 
@@ -233,7 +233,7 @@ def test_asynchronous_messages(tmp_path: Path) -> None:
 
 
 def test_every_protocol_refuses_no_rate_and_bad_blocks_are_one_line() -> None:
-    from masgrid._private.platform.config import ConfigError
+    from masgrid._private.platform.run.config import ConfigError
 
     for bad, where in (({"loss": 1.5}, "channel.loss"), ({"delay_rounds": 0}, "channel.delay_rounds"),
                        ({"loss": True}, "channel.loss"), ({"jitter": 0.1}, "channel.jitter"),
@@ -251,7 +251,7 @@ def test_every_protocol_refuses_no_rate_and_bad_blocks_are_one_line() -> None:
 
 def test_a_protocol_without_channel_support_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from masgrid._private.envs.protocols.kv import KVProtocol
-    from masgrid._private.platform.config import ConfigError
+    from masgrid._private.platform.run.config import ConfigError
 
     monkeypatch.setattr(KVProtocol, "channel_support", False)
     RunConfig.from_mapping({"protocol": "kv"})  # no rate: fine

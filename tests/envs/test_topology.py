@@ -18,7 +18,7 @@ from scipy.spatial import Delaunay
 from masgrid._private.envs.protocols import make_protocol
 from masgrid._private.envs.tasks import Instance, get_task
 from masgrid._private.envs.topology import TopologySettings, run_edges, summary, system_prompt
-from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.run.config import ConfigError, RunConfig
 
 SEEDS = range(12)
 
@@ -273,7 +273,7 @@ def test_a_moved_edge_file_is_the_same_run(tmp_path):
 
 
 def test_masgrid_instance_shows_the_neighbour_lists(capsys):
-    from masgrid._private.platform.task_cli import instance_command
+    from masgrid._private.platform.commands.task_cli import instance_command
 
     assert instance_command(["sorting", "agents=4", "topology.kind=star"]) == 0
     assert json.loads(capsys.readouterr().out)["neighbors"] == [[1, 2, 3], [0], [0], [0]]

@@ -17,9 +17,9 @@ import pytest
 
 from masgrid._private.analysis.load import read_table
 from masgrid._private.analysis.transcript import calls
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
-from masgrid._private.platform.table_schemas import EVENT_KINDS
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
+from masgrid._private.platform.results.table_schemas import EVENT_KINDS
 from tests.support.chat_server import ChatServer, Reply
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.envs.test_channel import check_against_draw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_loss_sweep_on_ray_and_its_report(tmp_path: Path, ray_session) -> None:
     results = tmp_path / "grid"
     env = dict(os.environ, RAY_ADDRESS=ray_session.get_runtime_context().gcs_address, RAY_AUTH_MODE="disabled")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    command = [sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", "task=sorting",
+    command = [sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "-m", "task=sorting",
                f"protocol={','.join(PROTOCOLS)}", f"channel.loss={','.join(map(str, LOSSES))}",
                f"seed={','.join(map(str, SEEDS))}", "agents=4", "k=2", "max_rounds=6", f"results_dir={results}",
                "sweep.max_concurrent=2", "sweep.log_every_s=0", "execution.keep_warm=false"]

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from masgrid._private.analysis.load import read_table
 from masgrid._private.analysis.transcript import calls
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 CAP = 3000

@@ -24,9 +24,9 @@ import pytest
 
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
+from masgrid._private.platform.results.recorder import partition_dir
 from tests.support.chat_server import ChatServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ from masgrid._private.envs.protocols import PROTOCOLS, get_protocol
 validator = get_protocol("groupchat").reply_validator
 assert validator is not None and PROTOCOLS.get("groupchat") is not None
 assert get_protocol("workspace").name == "workspace"
-from masgrid._private.platform.schedulers.base import get_scheduler
+from masgrid._private.platform.run.schedulers.base import get_scheduler
 assert get_scheduler("sequential").name == "sequential"
 from masgrid._private.actors.backends import _FACTORIES
 assert _FACTORIES["serve"] is not None
@@ -182,7 +182,7 @@ def test_every_provider_registers_its_names() -> None:
     from masgrid._private.envs.protocols import PROTOCOLS
     from masgrid._private.envs.tasks import task_names
     from masgrid.family import families
-    from masgrid._private.platform.schedulers.base import SCHEDULERS
+    from masgrid._private.platform.run.schedulers.base import SCHEDULERS
 
     for registry in (PROTOCOLS, SCHEDULERS, _FACTORIES):
         assert set(registry.providers) == set(registry.names()), registry.kind

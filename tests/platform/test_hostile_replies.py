@@ -9,9 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
-from masgrid._private.platform.sanitize import to_table
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
+from masgrid._private.platform.results.sanitize import to_table
 from tests.support.chat_server import ChatServer, Reply
 
 SURROGATE = "```\nbroadcast_message hi \ud800 there\n```"

@@ -2,7 +2,7 @@
 
 Generated cases (seeded `random.Random`, so a failure reproduces) go through the real paths:
 `RunConfig.from_mapping`, and the `masgrid` command line as a real subprocess
-(`python -m masgrid._private.platform.cli`), each answer being one line on stderr, exit status 2 and
+(`python -m masgrid._private.platform.commands.cli`), each answer being one line on stderr, exit status 2 and
 no traceback. The subprocess sample is smaller than the in-process one only to bound the
 suite's time; both call the same functions.
 """
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import ConfigError, RunConfig
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import ConfigError, RunConfig
 
 AGENTSNET = {"task": "agentsnet/coloring", "protocol": "local", "graph": "ws", "agents": 4}
 SILO = {"task": "silo/I-01", "agents": 3}
@@ -161,7 +161,7 @@ def test_a_sweep_over_an_ignored_key_is_refused(tmp_path, args, line):
 # -- masgrid instance / score ---------------------------------------------------------------------
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], capture_output=True, text=True,
                           timeout=180)
 
 

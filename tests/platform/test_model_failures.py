@@ -15,8 +15,8 @@ import pytest
 
 from masgrid._private.analysis.report import build_report
 from masgrid._private.envs.tasks import get_task
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 SEED = 5

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def sweep(results: Path, conf: Path, address: str) -> str:
     env = dict(os.environ, RAY_ADDRESS=address, MASGRID_CONF=str(conf), RAY_AUTH_MODE="disabled")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", "run", "-m", "task=sorting,max",
+    done = subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", "run", "-m", "task=sorting,max",
                            "agents=1,2", "k=1", f"results_dir={results}", "sweep.progress=plain",
                            "sweep.max_concurrent=2", "execution.actor_start_timeout_s=300"],
                           env=env, cwd=results.parent, capture_output=True, text=True, timeout=600)

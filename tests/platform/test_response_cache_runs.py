@@ -13,9 +13,9 @@ import pytest
 from masgrid._private.analysis.load import read_table
 from masgrid._private.analysis.report import build_report
 from masgrid._private.analysis.response_cache import cache_sentence
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
-from masgrid._private.platform.preflight import PreflightError, preflight
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
+from masgrid._private.platform.sweeps.preflight import PreflightError, preflight
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn
 
 RUN = {"task": "sorting", "protocol": "broadcast", "agents": 3, "k": 2, "seed": 4, "max_rounds": 4}
@@ -45,7 +45,7 @@ def script(fail: set[tuple[int, int]]):
 
 def from_an_agent(request: dict) -> bool:
     """An agent's call, not masgrid's probe of the endpoint (preflight, or the outage check
-    after a failed call: platform/engine_alive.py)."""
+    after a failed call: platform/cluster/engine_alive.py)."""
     messages = request.get("messages") or [{}]
     return "You are Agent-" in str(messages[0].get("content"))
 

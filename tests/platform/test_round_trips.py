@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
-from masgrid._private.platform.ports import PortTrace, trace_ports
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
+from masgrid._private.platform.run.ports import PortTrace, trace_ports
 from tests.support.chat_server import ChatServer, Reply
 
 REPLY = "```\nwrite_file shared/notes.txt\nvalues so far: 1 2 3\n```\n```\nread_file shared/notes.txt\n```"

@@ -2,15 +2,15 @@
 condition at (N, K) in {(1,1), (3,5), (10,10), (20,10)} within R_max.
 
 Runs go through the real driver, protocols, recorder and Parquet, in-process
-(`executor=local`); tests/platform/test_ray_runs.py covers the same path on Ray actors.
+(`executor=local`); tests/platform/sweeps/test_ray_runs.py covers the same path on Ray actors.
 """
 
 import pandas as pd
 import pytest
 
 from masgrid.families.masbench.generator import MODES
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 SIZES = [(1, 1), (3, 5), (10, 10), (20, 10)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from masgrid._private.actors.backends import Completion
 from masgrid._private.actors.environment import EnvironmentHost
 from masgrid._private.envs.tasks import get_task
-from masgrid._private.platform.driver import RunLog
+from masgrid._private.platform.run.driver import RunLog
 
 
 def block(text: str) -> str:

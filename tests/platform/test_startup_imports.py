@@ -17,8 +17,11 @@ HEAVY = ("pandas", "networkx", "numpy", "scipy", "pyarrow", "fastapi", "starlett
 
 SCRIPT = """
 import json, sys
-from masgrid._private.platform import cli, cluster, launch, preflight, summary, warm
-from masgrid._private.platform.sweep import split_job_config
+from masgrid._private.platform.cluster import head
+from masgrid._private.platform.commands import cli
+from masgrid._private.platform.run import summary
+from masgrid._private.platform.sweeps import preflight, ray_runs, warm
+from masgrid._private.platform.sweeps.sweep import split_job_config
 cfg, _ = split_job_config(cli._compose_once(%r))  # what _execute_run does before Ray starts
 cfg.render_prompt_hash()
 print(json.dumps(sorted(m for m in %r if m in sys.modules)))

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.recorder import ResultsUnwritable
-from masgrid._private.platform.sweep import SweepResult, SweepSettings, run_sweep
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.results.recorder import ResultsUnwritable
+from masgrid._private.platform.sweeps.sweep import SweepResult, SweepSettings, run_sweep
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "masgrid"
@@ -102,7 +102,7 @@ def _kill_mid_sweep(tmp_path: Path, ray: Any, find: Callable[[], Any]) -> None:
 
 
 def test_sweep_survives_its_recorder_being_killed(tmp_path, ray_session):
-    from masgrid._private.platform.launch import recorder_actor
+    from masgrid._private.platform.sweeps.ray_runs import recorder_actor
 
     # the sweep's own handle (same job, same results_dir)
     _kill_mid_sweep(tmp_path, ray_session, lambda: recorder_actor(str(tmp_path)))
@@ -116,10 +116,10 @@ def test_sweep_survives_its_host_pool_being_killed(tmp_path, ray_session):
 def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
     ray = ray_session
     cfgs = _grid(tmp_path, seeds=2, reuse=False, agents=4)  # each run has its own driver `run:<run_id>`
-    from masgrid._private.platform import launch
+    from masgrid._private.platform.sweeps import ray_runs
 
     summaries: dict[str, Any] = {}
-    original = launch.run_many
+    original = ray_runs.run_many
 
     def run_many(todo: list[RunConfig], max_concurrent: int, on_done: Callable, **rest: Any) -> list[Any]:
         def keep(cfg: RunConfig, summary: Any) -> None:
@@ -127,7 +127,7 @@ def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
             on_done(cfg, summary)
         return original(todo, max_concurrent=max_concurrent, on_done=keep, **rest)
 
-    launch.run_many = run_many  # only to see each run's attempts; the run path is unchanged
+    ray_runs.run_many = run_many  # only to see each run's attempts; the run path is unchanged
     try:
         sweep = _Sweep(cfgs, reuse=False)
         sweep.start()
@@ -136,7 +136,7 @@ def test_a_run_whose_driver_is_killed_runs_again(tmp_path, ray_session):
         os.kill(_pid(ray, driver), signal.SIGKILL)
         sweep.join(600)
     finally:
-        launch.run_many = original
+        ray_runs.run_many = original
     assert isinstance(sweep.outcome, SweepResult), sweep.outcome
     assert sweep.outcome.ok == len(cfgs)
     assert summaries[victim].attempts == 2 and summaries[victim].status == "ok"

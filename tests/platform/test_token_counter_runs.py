@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from masgrid._private.envs.tokens import approx_tokens
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.support.bpe import train_bpe
 
 #: communication commands (docs/tasks/masbench.md, "Communication tokens"), written out here

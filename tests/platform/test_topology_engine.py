@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
-from masgrid._private.platform.preflight import preflight
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
+from masgrid._private.platform.sweeps.preflight import preflight
 
 pytestmark = pytest.mark.slow
 

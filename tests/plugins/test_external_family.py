@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.cli import main
+from masgrid._private.platform.commands.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,7 @@ def test_the_family_cli_subcommand(capsys):
 
 
 def test_the_option_block_is_validated_before_ray():
-    from masgrid._private.platform.config import ConfigError, RunConfig
+    from masgrid._private.platform.run.config import ConfigError, RunConfig
 
     with pytest.raises(ConfigError, match="relay.high"):
         RunConfig.from_mapping({"task": "relay/sum", "relay": {"high": 0}})
@@ -94,10 +94,10 @@ def test_the_option_block_is_validated_before_ray():
 
 
 def test_docs_of_masgrid_do_not_list_the_plugin_columns():
-    from masgrid._private.platform.schema_doc import documented_metrics
+    from masgrid._private.platform.results.schema_doc import documented_metrics
 
     assert "relay_total" not in documented_metrics()
-    assert "relay_total" in __import__("masgrid._private.platform.table_schemas", fromlist=["RUN_METRICS"]).RUN_METRICS
+    assert "relay_total" in __import__("masgrid._private.platform.results.table_schemas", fromlist=["RUN_METRICS"]).RUN_METRICS
     assert Path(__file__).with_name("masgrid_relay").is_dir()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from masgrid._private.actors.backends.base import Completion
-from masgrid._private.platform import judge_runner
+from masgrid._private.platform.judging import judge_runner
 from masgrid.sdk.judging import BackendSettings, ask_judge, judge_each
 
 

@@ -3,9 +3,9 @@ folder, and the site listing the run and linking the reports."""
 
 from __future__ import annotations
 
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 from masgrid._private.site.jsdata import read_data
 
 

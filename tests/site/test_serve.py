@@ -16,7 +16,7 @@ from masgrid._private.site.serve import view_command
 
 def test_view_serves_the_site_on_loopback_and_prints_the_address(ui_results, site):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen([sys.executable, "-m", "masgrid._private.platform.cli", "view", str(ui_results), "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "masgrid._private.platform.commands.cli", "view", str(ui_results), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()

@@ -262,8 +262,8 @@ def test_the_site_opens_from_disk_without_a_server(recorded, site, ui_results):
 def test_the_index_lists_damaged_files_set_aside(recorded, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_local
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_local
     from masgrid._private.site.build import build_site
 
     root = tmp_path / "results"

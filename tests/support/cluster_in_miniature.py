@@ -3,7 +3,7 @@
     python -m tests.support.cluster_in_miniature gh200 OUT.json WORKDIR
     python -m tests.support.cluster_in_miniature tiny OUT.json WORKDIR
 
-Run as its own process by tests/platform/model_phases/test_cluster_in_miniature.py: it
+Run as its own process by tests/platform/sweeps/model_phases/test_cluster_in_miniature.py: it
 starts its own cluster (`ray.cluster_utils.Cluster`: every node a real raylet with its own
 ports, in a private Ray temp dir), which must not meet the test session's Ray, and writes
 what it saw as JSON for the test to judge.
@@ -71,7 +71,7 @@ def _start(nodes: list[dict[str, Any]]) -> Any:
 
 
 def _connect(cluster: Any) -> None:
-    from masgrid._private.platform.launch import ensure_ray
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
 
     ensure_ray(cluster.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
 
@@ -79,7 +79,7 @@ def _connect(cluster: Any) -> None:
 def _cli(args: list[str], address: str, timeout: float, extra_env: dict[str, str] | None = None,
          ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RAY_ADDRESS": address, **(extra_env or {})}
-    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -104,9 +104,9 @@ def gh200(out: Path, work: Path) -> None:
     from ray.util.placement_group import placement_group, remove_placement_group
 
     import masgrid._api as api
-    from masgrid._private.platform.model_phases.capacity import cluster_now
-    from masgrid._private.platform.model_phases.plan import PhasePlanError, plan_phases
-    from masgrid._private.platform.model_phases.runner import current_plan
+    from masgrid._private.platform.sweeps.model_phases.capacity import cluster_now
+    from masgrid._private.platform.sweeps.model_phases.plan import PhasePlanError, plan_phases
+    from masgrid._private.platform.sweeps.model_phases.runner import current_plan
 
     facts: dict[str, Any] = {}
     cluster = _start([GH200_NODE] * 4)
@@ -329,8 +329,8 @@ def tiny(out: Path, work: Path) -> None:
                           "ingress": watch.ingress, "polls": watch.polls, "errors": watch.errors[:5]}
         facts["serve_actors_at_end"] = _serve_actors()
         # what the next sweep's plan would see: the apps a phased sweep left deployed count as free
-        from masgrid._private.platform.model_phases import cluster_state
-        from masgrid._private.platform.model_phases.capacity import cluster_now
+        from masgrid._private.platform.sweeps.model_phases import cluster_state
+        from masgrid._private.platform.sweeps.model_phases.capacity import cluster_now
 
         registry = cluster_state.managed_apps()
         left = sorted(registry)

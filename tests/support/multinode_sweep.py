@@ -2,7 +2,7 @@
 
     python -m tests.support.multinode_sweep OUT.json RESULTS_DIR
 
-Run as its own process by tests/platform/test_multinode.py: it starts its own cluster
+Run as its own process by tests/platform/cluster/test_multinode.py: it starts its own cluster
 (`ray.cluster_utils.Cluster`: a head and two worker nodes, each a real raylet with its own
 worker processes), which must not meet the test session's Ray. Drivers ask for the custom
 resource `worker`, which only the worker nodes have, so they run there; the recorder is
@@ -64,9 +64,9 @@ def _sweep(out: Path, results: Path) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import ensure_ray
-    from masgrid._private.platform.sweep import SweepSettings, run_sweep
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.cluster.ray_session import ensure_ray
+    from masgrid._private.platform.sweeps.sweep import SweepSettings, run_sweep
     from tests.support.chat_server import Reply, agent_and_turn
     from tests.support.rate_limited_provider import RateLimitedProvider
 

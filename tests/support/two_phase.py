@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from masgrid.families.masbench.generator import init_sort_task
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.run_summary import RunSummary
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.run.run_summary import RunSummary
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.support.chat_server import ChatServer, Reply, agent_and_turn, words
 
 ANSWERS = ("right", "wrong_a", "wrong_b", "none")

@@ -12,8 +12,8 @@ import re
 import threading
 from pathlib import Path
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 from tests.support.chat_server import ChatServer, Reply
 from tests.support.resolver_server import correct
 

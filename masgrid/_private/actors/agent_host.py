@@ -43,7 +43,7 @@ class HostSpec(BaseModel):
     token_counter: str = "approx"
     #: borrowed from the host pool: keep HTTP clients and Serve handles for the next run
     pooled: bool = False
-    #: a mixed-model team (platform/team.py): member name -> (backend, settings), and the
+    #: a mixed-model team (platform/run/team.py): member name -> (backend, settings), and the
     #: member of each agent by agent id; None: every agent uses `backend` and `settings`
     members: dict[str, tuple[str, BackendSettings]] | None = None
     member_of: list[str] | None = None

@@ -1,5 +1,5 @@
 """The cells table of adaptive sweeps (`results_dir/cells/`, docs/results.md "cells"): its schema,
-written by the sweep (platform/adaptive.py), and its reader for analysis and reports."""
+written by the sweep (platform/sweeps/adaptive.py), and its reader for analysis and reports."""
 
 from __future__ import annotations
 

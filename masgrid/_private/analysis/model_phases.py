@@ -1,6 +1,6 @@
 """The model-phases table of sweeps over models (`results_dir/phases/`, docs/results.md
 "phases"): one row per phase a sweep executed, with how long loading and releasing its
-models took; written by the sweep (platform/model_phases/phase_table.py), read here for reports."""
+models took; written by the sweep (platform/sweeps/model_phases/phase_table.py), read here for reports."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Run lifecycle: config schema, driver actor and schedulers, recorder, sweeps, CLI."""
+"""The platform, by job: run/ (a single run), sweeps/ (grids on Ray), results/ (the tables),
+cluster/ (Ray head and model endpoints), judging/ (LLM judges), commands/ (the command line)."""

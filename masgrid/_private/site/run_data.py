@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from masgrid._private.analysis.families import family_name
 from masgrid.family import families
 from masgrid._private.envs.tasks import get_task
-from masgrid._private.platform.table_schemas import AGENT_COLUMNS, RUN_METRICS
+from masgrid._private.platform.results.table_schemas import AGENT_COLUMNS, RUN_METRICS
 from masgrid._private.site.jsdata import plain
 
 #: one runs row as a plain dict (column -> value); far cheaper to read than a pandas Series

@@ -79,7 +79,7 @@ class CooperOptions(BaseModel):
 
 
 #: fields of `resolver_model` that enter a run's identity: what changes the resolver's answers, as for
-#: the agents' model (platform/config.py `_MODEL_IDENTITY`; a test keeps the two equal)
+#: the agents' model (platform/run/config.py `_MODEL_IDENTITY`; a test keeps the two equal)
 RESOLVER_IDENTITY = ("name", "served_name", "temperature", "top_p", "max_tokens", "seed", "extra_body")
 
 #: option keys that only locate files on this machine: never part of a run's identity

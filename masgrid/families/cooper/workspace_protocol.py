@@ -1,7 +1,7 @@
 """`protocol=workspace`: CooperBench's substrate, as far as the environment host sees it.
 
 CooperBench has no command blocks and no rounds: the asynchronous scheduler runs each
-agent's tool loop itself (platform/schedulers/asynchronous.py), executes file and shell
+agent's tool loop itself (platform/run/schedulers/asynchronous.py), executes file and shell
 tools in the agent's sandboxed worktree (session.py) and routes `send_message` between the
 loops. The environment host still holds a protocol object per run; this one only names the
 substrate and contributes its fixed texts (the tool specifications and the harness notes)

@@ -20,8 +20,8 @@ from masgrid._private.actors.backends.endpoint_limit import (AdaptiveLimit, Endp
                                                              outcome_of, retry_after_s)
 from masgrid._private.actors.backends.errors import CallFailure
 from masgrid._private.actors.backends.retry import AttemptFailed, with_retries
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
 from tests.support.chat_server import Reply
 from tests.support.rate_limited_provider import RateLimitedProvider
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from masgrid._private.actors.backends.sampling import PARAMETERS, PaperSampling
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.commands.serve_cli import compose_model
 from masgrid._private.resources import conf_file, conf_files
 
 ROOT = Path(__file__).resolve().parents[3]

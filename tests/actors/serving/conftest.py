@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.table_schemas import RUN_METRICS
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.results.table_schemas import RUN_METRICS
 from masgrid._private.resources import conf_dir
 
 #: metrics that must not depend on how the model was reached (wall time aside; where the
@@ -19,7 +19,7 @@ def compose_run(overrides: list[str]) -> RunConfig:
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
-    from masgrid._private.platform.sweep import split_job_config
+    from masgrid._private.platform.sweeps.sweep import split_job_config
 
     run_cfg, _ = split_job_config(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     return run_cfg

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from masgrid._private.analysis.load import read_table
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.actors.serving.test_real_engine_families import model_block
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 
 from masgrid._private.actors.serving.engine_start import EngineStartWatch, explain, settled
 from masgrid._private.actors.serving.spec import ServingError, parse_serving
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.commands.serve_cli import compose_model
 from tests.support.engine import engine_missing
 
 #: vLLM 0.32's words (the CPU build), as the replica's stderr carries them

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
+from masgrid._private.platform.commands.serve_cli import compose_model
 from tests.support.engine import engine_missing
 from tests.support.serve_replicas import engine_counters, replica_ids, settled_counters
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from masgrid._private.platform.preflight import PreflightError, preflight
+from masgrid._private.platform.sweeps.preflight import PreflightError, preflight
 from tests.actors.serving.conftest import compose_run
 
 pytestmark = pytest.mark.slow

@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
-from masgrid._private.platform.preflight import preflight
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
+from masgrid._private.platform.sweeps.preflight import preflight
 
 pytestmark = pytest.mark.slow
 
@@ -167,7 +167,7 @@ def test_cooperbench_tool_calls_through_vllms_tool_parser(vllm_engine, tmp_path,
 def test_preflight_refuses_a_run_that_cannot_fit_naming_the_numbers(vllm_engine, tmp_path):
     """The engine counts the run's own first prompt (usage of the 1-token probe); with
     max_tokens it must fit the served context (4096), else one line with the numbers."""
-    from masgrid._private.platform.preflight import PreflightError
+    from masgrid._private.platform.sweeps.preflight import PreflightError
 
     def cfg(max_tokens: int) -> RunConfig:
         return RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 3, "k": 2, "backend": "openai",

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import ray
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import driver_actor, recorder_actor, run_many
-from masgrid._private.platform.serve_cli import ensure_served
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import driver_actor, recorder_actor, run_many
+from masgrid._private.platform.cluster.serve_apps import ensure_served
 from tests.actors.serving.conftest import compose_run, metrics_of
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from masgrid._private.actors.serving.spec import parse_serving
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.commands.serve_cli import compose_model
 from masgrid._private.resources import conf_files
 from tests.support.engine import engine_missing
 
@@ -80,9 +80,9 @@ def warm_up(url: str, timeout_s: float = 180.0) -> None:
 def test_tp2_behind_the_prefix_router_through_handle_route_and_openai(tp2_app, tmp_path, tiny_model):
     from ray import serve
 
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_many
-    from masgrid._private.platform.preflight import preflight
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_many
+    from masgrid._private.platform.sweeps.preflight import preflight
 
     settings, spec = tp2_app
     status = serve.status().applications[spec.app]

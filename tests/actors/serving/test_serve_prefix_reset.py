@@ -11,7 +11,7 @@ import urllib.request
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.commands.serve_cli import compose_model
 from tests.support.engine import engine_missing
 from tests.support.load_under_requests import readings_while_busy, settles_to
 
@@ -63,7 +63,7 @@ def uncached(url: str, calls: int) -> int:
 
 @pytest.mark.slow
 def test_the_reset_reaches_every_replica(two_replicas):
-    from masgrid._private.platform.prefix_cache import reset_prefix_cache
+    from masgrid._private.platform.cluster.prefix_cache import reset_prefix_cache
 
     settings, spec = two_replicas
     url = f"http://127.0.0.1:{spec.http_port}/tiny-reset/v1/chat/completions"
@@ -76,7 +76,7 @@ def test_the_reset_reaches_every_replica(two_replicas):
 
 @pytest.mark.slow
 def test_the_load_of_a_serve_app_is_its_replicas_ongoing_requests(two_replicas):
-    from masgrid._private.platform.admission import Load, reader_for
+    from masgrid._private.platform.sweeps.admission import Load, reader_for
 
     settings, spec = two_replicas
     reader = reader_for(settings)
@@ -89,8 +89,8 @@ def test_the_load_of_a_serve_app_is_its_replicas_ongoing_requests(two_replicas):
 
 @pytest.mark.slow
 def test_runs_through_serve_each_start_on_a_reset_cache(two_replicas, tmp_path):
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_many
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_many
 
     settings, _ = two_replicas
     cfgs = [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 3, "max_rounds": 2,

@@ -6,7 +6,7 @@ import pytest
 
 from masgrid._private.actors.serving.deploy import ServingUnavailable, build_application, describe, serve_llm
 from masgrid._private.actors.serving.spec import ServingError, parse_serving
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.commands.serve_cli import compose_model
 
 PRESETS = ["deepseek_v31", "qwen3_next_80b", "gpt_oss_120b"]
 

@@ -7,7 +7,7 @@ import logging
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.launch import run_many
+from masgrid._private.platform.sweeps.ray_runs import run_many
 from tests.actors.serving.conftest import compose_run, metrics_of
 
 pytestmark = pytest.mark.slow

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
-from masgrid._private.platform.preflight import preflight
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
+from masgrid._private.platform.sweeps.preflight import preflight
 from tests.support.chat_server import ChatServer, Reply
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from masgrid._private.actors.serving.tiny_model import CHAT_TEMPLATE, TinySpec, build_tiny_model
-from masgrid._private.platform.cli import main
+from masgrid._private.platform.commands.cli import main
 
 
 def test_same_seed_same_bytes_other_seed_other_weights(tmp_path):

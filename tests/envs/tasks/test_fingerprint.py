@@ -15,7 +15,7 @@ import yaml
 
 from tests.support.conf_copy import copy_all_conf
 from masgrid._private import resources
-from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.run.config import RunConfig
 
 GRID = [
     *(dict(task=t, protocol=p, agents=n, k=2, condition=c)
@@ -113,7 +113,7 @@ def test_editing_a_local_protocol_retry_prompt_reruns_every_agentsnet_point(conf
 
 
 def test_a_prompt_edited_after_planning_fails_the_run_instead_of_mixing(conf_copy, tmp_path):
-    from masgrid._private.platform.launch import run_local
+    from masgrid._private.platform.sweeps.ray_runs import run_local
 
     cfg = RunConfig.from_mapping(dict(task="max", agents=2, k=2, results_dir=str(tmp_path / "r"),
                                       execution={"executor": "local"}))

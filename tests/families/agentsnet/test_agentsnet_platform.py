@@ -15,8 +15,8 @@ from masgrid._private.envs.tasks import get_task
 from masgrid.families.agentsnet.prompts import variants
 from masgrid.families.agentsnet.simulate import run_scripted
 from masgrid._private.resources import conf_file
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 
 def _cfg(tmp: Path, **over: object) -> RunConfig:

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from masgrid.families.agentsnet.analysis import write_report
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_one
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_one
 from tests.support.chat_server import ChatServer, Reply
 
 

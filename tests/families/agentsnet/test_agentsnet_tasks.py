@@ -10,7 +10,7 @@ import pytest
 from masgrid._private.envs.tasks import get_task, task_names
 from masgrid.families.agentsnet.prompts import variants
 from masgrid.families.agentsnet.simulate import run_scripted
-from masgrid._private.platform.cli import main
+from masgrid._private.platform.commands.cli import main
 
 PROBLEMS = ["coloring", "vertex_cover", "matching", "leader_election", "consensus"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid._private.envs.tasks import get_task
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_many
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_many
 from tests.support.chat_server import ChatServer, Reply
 
 SEED = 5

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from masgrid.families.cooper.sandbox import sandbox_problem
-from masgrid._private.platform.cli import main
+from masgrid._private.platform.commands.cli import main
 from tests.support.chat_server import ChatServer, words
 from tests.support.resolver_server import BROKEN, correct
 

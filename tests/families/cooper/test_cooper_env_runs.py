@@ -15,10 +15,10 @@ import pytest
 from masgrid.families.cooper import testenv
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.preflight import PreflightError, preflight
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.sweeps.preflight import PreflightError, preflight
+from masgrid._private.platform.results.recorder import partition_dir
 
 SANDBOX = "bwrap" if sandbox_problem() is None else "none"
 
@@ -131,8 +131,8 @@ def test_a_run_needs_no_pytest_in_masgrids_interpreter(pool, tmp_path: Path) -> 
     script = (
         "import sys; sys.modules['pytest'] = None\n"
         "import json\n"
-        "from masgrid._private.platform.config import RunConfig\n"
-        "from masgrid._private.platform.launch import run_local\n"
+        "from masgrid._private.platform.run.config import RunConfig\n"
+        "from masgrid._private.platform.sweeps.ray_runs import run_local\n"
         f"cfg = RunConfig.from_mapping(json.loads({json.dumps(cfg.model_dump_json())}))\n"
         "s = run_local(cfg)\n"
         "print(json.dumps({'status': s.status, 'success': s.success, 'error': s.error}))\n")

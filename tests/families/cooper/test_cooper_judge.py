@@ -20,9 +20,9 @@ from masgrid.families.cooper.comm_rates import judged_rates, load_judgments
 from masgrid._private.analysis.load import load_results
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 from tests.support.chat_server import ChatServer, Reply
 
 SANDBOX = "bwrap" if sandbox_problem() is None else "none"

@@ -20,12 +20,12 @@ import pytest
 from masgrid.families.cooper import resolver
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.config import _MODEL_IDENTITY, ConfigError, RunConfig
+from masgrid._private.platform.run.config import _MODEL_IDENTITY, ConfigError, RunConfig
 from masgrid.families.cooper.options import RESOLVER_IDENTITY
-from masgrid._private.platform.launch import run_local, run_one
-from masgrid._private.platform.preflight import PreflightError, preflight
-from masgrid._private.platform.recorder import partition_dir
-from masgrid._private.platform.show import show
+from masgrid._private.platform.sweeps.ray_runs import run_local, run_one
+from masgrid._private.platform.sweeps.preflight import PreflightError, preflight
+from masgrid._private.platform.results.recorder import partition_dir
+from masgrid._private.platform.commands.show import show
 from tests.support.chat_server import ChatServer, Reply, words
 from tests.support.resolver_server import BROKEN, RESOLVED_SLUGIFY, correct, excerpt
 

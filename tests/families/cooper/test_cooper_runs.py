@@ -20,9 +20,9 @@ import pytest
 from masgrid._private.analysis.transcript import calls
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.results.recorder import partition_dir
 
 #: designed outcome -> (merge stage, success)
 OUTCOME = {"clean": ("naive", True), "union": ("union", True), "union_breaks": ("union", False)}

@@ -12,9 +12,9 @@ import pytest
 
 from masgrid.families.cooper.sandbox import sandbox_problem
 from masgrid.families.cooper.synthetic import write_synthetic_pool
-from masgrid._private.platform.cli import _compose_once
+from masgrid._private.platform.commands.cli import _compose_once
 from masgrid.families.cooper.sweep import subset_configs, sweep_command
-from masgrid._private.platform.sweep import split_job_config
+from masgrid._private.platform.sweeps.sweep import split_job_config
 
 SANDBOX = "bwrap" if sandbox_problem() is None else "none"
 

@@ -13,7 +13,7 @@ from scipy import stats
 from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.ablation import table11
 from masgrid.families.masbench.tables import scaling
-from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.results.recorder import Recorder
 
 CONDITIONS = ("base", "abl_message", "abl_submit", "camoc")
 

@@ -16,7 +16,7 @@ import yaml
 from masgrid._private.actors.backends.base import BackendSettings
 from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.cost import table4
-from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.results.recorder import Recorder
 
 CONF = Path(__file__).resolve().parents[3] / "masgrid" / "families" / "masbench" / "conf" / "model"
 PRICES = {"model-a": (0.15, 0.75), "model-b": (0.02, 0.10), "model-c": None}  # model-c: preset without a price

@@ -16,7 +16,7 @@ import pytest
 from masgrid._private.analysis.load import load_results
 from masgrid.families.masbench.failures import (MODES, failure_frequency, hallucinated, is_shifted_window,
                                                 label_runs)
-from masgrid._private.platform.recorder import Recorder
+from masgrid._private.platform.results.recorder import Recorder
 
 EXPECTED = [[10, 20], [30, 40], [50, 60]]
 

@@ -18,9 +18,9 @@ import pytest
 from masgrid._private.envs.tasks import get_task
 from masgrid.families.silo.catalog import SILO_SPECS
 from masgrid.families.silo.isolated import FLOOR_SCALES, isolated_answers
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.results.recorder import partition_dir
 
 TASK_IDS = sorted(SILO_SPECS)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from masgrid.families.silo.report import write_report
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
 
 
 def test_report_from_real_runs(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from masgrid.families.silo.catalog import SILO_SPECS
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local, run_many
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local, run_many
+from masgrid._private.platform.results.recorder import partition_dir
 
 TASKS = [f"silo/{tid}" for tid in sorted(SILO_SPECS)]
 PROTOCOLS = ["p2p", "broadcast", "kv"]

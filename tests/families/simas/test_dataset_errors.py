@@ -129,7 +129,7 @@ def test_aime_answer_must_be_an_integer(tmp_path: Path, answer: object) -> None:
 
 def test_instance_command_prints_one_line(tmp_path: Path) -> None:
     path = _mmlu(tmp_path, [["q0", "w", "x", "y", "z", "BC"]])
-    code = "import sys; from masgrid._private.platform.cli import main; sys.exit(main())"
+    code = "import sys; from masgrid._private.platform.commands.cli import main; sys.exit(main())"
     out = subprocess.run([sys.executable, "-c", code, "instance", "simas/mmlu", "simas.subject=formal_logic",
                           f"simas.data_dir={tmp_path}", "simas.profiles=pool"],
                          capture_output=True, text=True, timeout=120)

@@ -96,8 +96,8 @@ def test_ablation_table_differences() -> None:
 
 
 def test_report_on_a_scripted_sweep(tmp_path: Path) -> None:
-    from masgrid._private.platform.config import RunConfig
-    from masgrid._private.platform.launch import run_local
+    from masgrid._private.platform.run.config import RunConfig
+    from masgrid._private.platform.sweeps.ray_runs import run_local
 
     for n in (1, 2, 3):
         for q in range(3):

@@ -15,10 +15,10 @@ import pytest
 
 from masgrid.families.simas.analysis import judge_table, load_judgments
 from masgrid.families.simas.datasets import load_questions
-from masgrid._private.platform.cli import main
-from masgrid._private.platform.config import RunConfig
+from masgrid._private.platform.commands.cli import main
+from masgrid._private.platform.run.config import RunConfig
 from masgrid.families.simas.judge import judge_command
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.sweeps.ray_runs import run_local
 from tests.support.chat_server import ChatServer, Reply
 
 CRITERIA = {q.id: q.criteria for q in load_questions("open", None)}

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from masgrid.families.simas.confidence import parse_confidence
-from masgrid._private.platform.config import ConfigError
-from masgrid._private.platform.launch import run_local
+from masgrid._private.platform.run.config import ConfigError
+from masgrid._private.platform.sweeps.ray_runs import run_local
 from tests.families.simas.test_simas_runs import SPEAKER, cfg_of, openai, run_row
 from tests.support.chat_server import ChatServer, Reply
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from masgrid._private.actors.serving.spec import parse_serving
-from masgrid._private.platform.config import RunConfig
-from masgrid._private.platform.serve_cli import compose_model
+from masgrid._private.platform.run.config import RunConfig
+from masgrid._private.platform.commands.serve_cli import compose_model
 
 ROOT = Path(__file__).resolve().parents[3]
 #: preset -> the checkpoint it serves (the paper names family and size only)

@@ -13,9 +13,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from masgrid._private.platform.config import ConfigError, RunConfig
-from masgrid._private.platform.launch import run_local
-from masgrid._private.platform.recorder import partition_dir
+from masgrid._private.platform.run.config import ConfigError, RunConfig
+from masgrid._private.platform.sweeps.ray_runs import run_local
+from masgrid._private.platform.results.recorder import partition_dir
 from tests.support.chat_server import ChatServer, Reply
 
 SPEAKER = re.compile(r"You are (Agent_\d+), the")
@@ -215,7 +215,7 @@ def test_simulated_accuracy_curve_is_reproducible(tmp_path: Path) -> None:
 ])
 def test_cli_instance_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str], task: str, extra: list[str],
                                 right: str, wrong: str) -> None:
-    from masgrid._private.platform.cli import main
+    from masgrid._private.platform.commands.cli import main
 
     assert main(["instance", task, "agents=2", *extra, "--json"]) == 0
     inst = tmp_path / "inst.json"

@@ -12,7 +12,7 @@ import pytest
 
 from masgrid._private.envs.protocols import make_protocol
 from masgrid._private.envs.tasks import Instance, get_task
-from masgrid._private.platform.task_cli import score_answers
+from masgrid._private.platform.commands.task_cli import score_answers
 
 REPLIES = ["I cannot decide.", "The answer is A or B.", "Final answer: E", "", "Final answer: C", "\\boxed{B}",
            "**Final Answer:** D"]
@@ -54,7 +54,7 @@ def test_score_command_reports_an_unparsable_reply(tmp_path: Path) -> None:
     inst, answers = tmp_path / "instance.json", tmp_path / "answers.json"
     inst.write_text(_instance(2).model_dump_json())
     answers.write_text(json.dumps(["I cannot decide.", None]))
-    code = "import sys; from masgrid._private.platform.cli import main; sys.exit(main())"
+    code = "import sys; from masgrid._private.platform.commands.cli import main; sys.exit(main())"
     out = subprocess.run([sys.executable, "-c", code, "score", "simas/mmlu", "--instance", str(inst),
                           "--answers", str(answers)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

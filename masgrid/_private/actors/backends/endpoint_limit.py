@@ -56,7 +56,7 @@ HOLD_MARGIN_S = 10.0
 #: within one of the level that was last too much, the limit rises this many times slower
 PROBE_SLOWDOWN = 10.0
 ACTOR_NAME = "masgrid-endpoint-limits"
-NAMESPACE = "masgrid"  # of masgrid's session actors (platform/launch.py); not imported: a host never loads launch
+NAMESPACE = "masgrid"  # of masgrid's session actors (platform/sweeps/ray_runs.py); not imported: a host never loads ray_runs
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ _LOCAL = EndpointLimits()
 
 def limits_actor() -> Any:
     """The session's EndpointLimits actor, made on first use, on this node. The sweep's own
-    process makes it before any run starts (platform/launch.py), so it lives on the sweep's
+    process makes it before any run starts (platform/sweeps/ray_runs.py), so it lives on the sweep's
     node for as long as the sweep's job. Pinned: a soft preference let Ray place it on any
     node, where losing that node lost every limit. If its node is lost all the same, the
     gates find it dead, and the next request makes a new one."""

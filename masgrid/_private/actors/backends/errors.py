@@ -55,7 +55,7 @@ FILTER_CODES = frozenset({"content_policy_violation", "content_filter", "respons
 FILTER_PATTERNS = re.compile(r"content (management )?polic(y|ies)|content[ -]filter(s|ed|ing)?\b", re.IGNORECASE)
 #: error classes that say what the model can do, not that the platform failed: an agent whose
 #: history outgrew the context stops, as it would with that model anywhere; a prompt the
-#: provider's filter refused is that deployment's answer (platform/run_outcome.py)
+#: provider's filter refused is that deployment's answer (platform/run/run_outcome.py)
 AGENT_LIMIT_CLASSES = frozenset({"context_length", "content_filter"})
 _UNREACHABLE_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL})
 MESSAGE_CHARS = 300

@@ -187,7 +187,7 @@ def unplaced_replicas(app: str) -> str | None:
     (None when every group is placed, or the table cannot be read)."""
     import ray
 
-    from masgrid._private.platform.model_phases.demand import fmt_resources
+    from masgrid._private.platform.sweeps.model_phases.demand import fmt_resources
 
     try:
         groups = ray.util.placement_group_table()
@@ -209,7 +209,7 @@ def free_resources() -> str:
     """Ray's free resources, cluster-wide, in words."""
     import ray
 
-    from masgrid._private.platform.model_phases.demand import fmt_resources
+    from masgrid._private.platform.sweeps.model_phases.demand import fmt_resources
 
     try:
         return fmt_resources({k: v for k, v in ray.available_resources().items()

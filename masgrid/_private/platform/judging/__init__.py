@@ -1,0 +1,1 @@
+"""LLM judges over recorded runs: the judge's model, and one runner for every family's judge."""
