@@ -25,7 +25,7 @@ def grid(sizes: list[int], seeds: int, rounds: int | None) -> pd.DataFrame:
         for n in sizes:
             for graph in ("ws", "ba", "dt"):
                 for seed in range(seeds):
-                    inst = task.generate(n, 1, None, seed, graph=graph, rounds=rounds)
+                    inst = task.generate(n, 1, seed, graph=graph, rounds=rounds)
                     out = run_scripted(task, inst, seed)
                     rows.append({"problem": problem, "agents": n, "graph": graph, "seed": seed,
                                  "success": float(out.score.success), "soft_score": out.score.metrics["soft_score"],

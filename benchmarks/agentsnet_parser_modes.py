@@ -28,7 +28,7 @@ def grid(sizes: list[int], seeds: int) -> pd.DataFrame:
             for seed in range(seeds):
                 row = {"agents": n, "graph": graph, "seed": seed}
                 for parser in ("strict", "reference"):
-                    inst = task.generate(n, 1, None, seed, graph=graph, parser=parser)
+                    inst = task.generate(n, 1, seed, graph=graph, parser=parser)
                     row["ten_groups"] = inst.params["groups"] >= 10
                     row[parser] = float(run_scripted(task, inst, seed).score.success)
                 rows.append(row)

@@ -77,7 +77,7 @@ def bench_one(mode: str, problem: str, n: int, graph: str, seed: int, results: P
     task = get_task(f"agentsnet/{problem}")
     row: dict = {"mode": mode, "task": problem, "agents": n, "graph": graph}
     if mode == "sim":
-        inst = task.generate(n, 1, None, seed, graph=graph)
+        inst = task.generate(n, 1, seed, graph=graph)
         with Peak(False) as peak:
             t0 = time.perf_counter()
             out = run_scripted(task, inst, seed)

@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,9 @@ class Family(BaseModel):
     options: type[BaseModel] | None = Field(
         None, description="pydantic model of the family's option block `<name>:` in the run config")
     metrics: Mapping[str, Metric] = Field(default_factory=dict, description="run-table columns it adds")
+    top_level: Mapping[str, Metric] = Field(
+        default_factory=dict, description="fields of `options` a config may also set at the top level "
+        "(`<key>=v` for `<family>.<key>=v`), each recorded as a runs column of that name")
     protocols: Mapping[str, str] = Field(default_factory=dict, description="protocol name -> module registering it")
     schedules: Mapping[str, str] = Field(default_factory=dict, description="schedule name -> module registering it")
     default_protocol: str | None = Field(None, description="protocol used when the config sets none")
@@ -116,6 +119,15 @@ class Family(BaseModel):
                 first = str(exc).splitlines()
                 raise ValueError(f"options {value.__name__} must build with no arguments (give every field a "
                                  f"default): {' '.join(line.strip() for line in first[:3])}") from None
+        return value
+
+    @field_validator("top_level")
+    @classmethod
+    def _top_level_keys_are_options(cls, value: Mapping[str, Metric], info: ValidationInfo) -> Mapping[str, Metric]:
+        options = info.data.get("options")
+        missing = [key for key in value if options is None or key not in options.model_fields]
+        if missing:
+            raise ValueError(f"top_level keys {missing} are not fields of the family's options")
         return value
 
     def claims(self, task: str) -> bool:
@@ -171,9 +183,9 @@ def _load() -> dict[str, Family]:
         if family.name in families:
             raise FamilyError(f"family {family.name!r} is provided twice")
         families[family.name] = family
-        for column in family.metrics:
+        for column in [*family.metrics, *family.top_level]:
             if column in owners:
-                raise FamilyError(f"metric column {column!r} is declared by both {owners[column]} and {family.name}")
+                raise FamilyError(f"column {column!r} is declared by both {owners[column]} and {family.name}")
             owners[column] = family.name
     if not families:
         raise FamilyError(f"no benchmark family found in entry-point group {ENTRY_POINT_GROUP!r}: "
@@ -221,5 +233,26 @@ def family_metrics() -> dict[str, Metric]:
     return {name: metric for family in families().values() for name, metric in family.metrics.items()}
 
 
-__all__ = ["ENTRY_POINT_GROUP", "CliCommand", "Family", "FamilyError", "Metric", "families", "family_metrics",
-           "family_of", "get_family", "resolve"]
+def default_task() -> str:
+    """The task of a config that names none: the first task of the first family (in report
+    order) that names its tasks; `masgrid run`'s conf/config.yaml names its own."""
+    for family in families().values():
+        if family.task_names:
+            return family.task_names[0]
+    raise FamilyError("no installed family names a task: give the config a task")
+
+
+def top_level_keys() -> dict[str, Family]:
+    """Option fields a config may set at the top level (`Family.top_level`): key -> its family.
+    They sat at the top of every config before they moved into their family's block, so run ids
+    keep them there (RunConfig.identity) and the runs table keeps their columns."""
+    return {key: family for family in families().values() for key in family.top_level}
+
+
+def family_columns() -> dict[str, Metric]:
+    """Every family's top-level option columns (`Family.top_level`), in family order."""
+    return {key: column for family in families().values() for key, column in family.top_level.items()}
+
+
+__all__ = ["ENTRY_POINT_GROUP", "CliCommand", "Family", "FamilyError", "Metric", "families", "family_columns",
+           "family_metrics", "family_of", "get_family", "resolve", "top_level_keys", "default_task"]

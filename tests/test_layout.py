@@ -30,9 +30,7 @@ def _family_words() -> re.Pattern[str]:
 #: family words that are ordinary words in code (`max(...)`, a local path, a validity judgement)
 ORDINARY = {"max", "local", "judge"}
 #: where core code names a family on purpose, with why
-ALLOWED = {
-    ("masgrid/_private/platform/run/config.py", "sorting"): "RunConfig's default task (conf/config.yaml sets the same)",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _code_tokens(path: Path) -> list[tuple[int, str]]:
@@ -86,8 +84,9 @@ def test_the_sites_core_scripts_name_no_family():
 #: a family's own notions: its declared metric columns; core code reads them only through the
 #: registry (Family.metrics), never by name
 def _family_metric_names() -> set[str]:
+    """Each built-in family's columns: its metrics and its top-level options (MAS-Bench's mode)."""
     return {name for family in families().values() if family.folder is not None and PACKAGE in family.folder.parents
-            for name in family.metrics} - ORDINARY_METRIC_WORDS
+            for name in [*family.metrics, *family.top_level]} - ORDINARY_METRIC_WORDS
 
 
 #: family columns whose names are also ordinary words of core code, with where and why
@@ -100,7 +99,7 @@ ORDINARY_METRIC_WORDS = {
 
 def test_core_code_uses_no_familys_metric_by_name():
     names = _family_metric_names()
-    assert {"te", "cr", "rho"} <= names  # MAS-Bench's equations 6, 7 and 3 are MAS-Bench's columns
+    assert {"te", "cr", "rho", "mode", "graph"} <= names  # MAS-Bench's equations 6, 7, 3; its and AgentsNet's options
     found = []
     for rel, line, text in _core_tokens():
         word = text[1:-1] if text[:1] in "\"'" and text[-1:] == text[:1] else None
@@ -300,3 +299,29 @@ def test_the_platform_import_check_catches_an_upward_import(tmp_path):
         "from masgrid._private.platform.results.recorder import Recorder\n"
         "def f():\n    from masgrid._private.platform.sweeps.sweep import run_sweep\n")
     assert platform_edges(tmp_path) == ["run/driver.py: masgrid._private.platform.sweeps.sweep"]
+
+
+#: RunConfig's own fields: the mission's vocabulary (N agents, K data per agent, model, protocol,
+#: condition, seed, schedule through the task, topology, channel, team) and how a run executes;
+#: everything a family means by its own words lives in its option block
+CORE_CONFIG_FIELDS = {"task", "protocol", "agents", "k", "condition", "backend", "model", "seed", "results_dir",
+                      "max_rounds", "topology", "execution", "experiment", "tags", "validity", "preflight", "team",
+                      "channel"}
+
+
+def test_run_configs_own_fields_are_the_missions_vocabulary():
+    from masgrid._private.platform.run.config import _RunConfigBase
+
+    assert set(_RunConfigBase.model_fields) == CORE_CONFIG_FIELDS
+
+
+def test_the_sites_core_scripts_use_no_familys_column_by_name():
+    """The site's core script reads a family's columns from the data it is given (the metrics
+    list, the setting, `score`), never by a quoted or dotted name of its own."""
+    names = _family_metric_names()
+    pattern = re.compile(r"""["'.](%s)(?![A-Za-z0-9_])""" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
+    found = [f"{path.name}:{n}: {m.group(0)!r}" for path in sorted(SITE_ASSETS.rglob("*")) if path.is_file()
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             for m in pattern.finditer(line)]
+    assert not found, "\n".join(found)
+    assert pattern.search('row["soft_score"]') and pattern.search("run.graph;") and not pattern.search("graphs")

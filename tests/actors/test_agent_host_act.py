@@ -22,7 +22,7 @@ SYSTEM = "You are a coding agent."
 
 def setups(agents: int) -> dict[int, AgentSetup]:
     task = get_task("sorting")
-    instance = task.generate(agents, 2, "random", 3)
+    instance = task.generate(agents, 2, 3, mode="random")
     return {i: AgentSetup(view=task.view(instance, i), system_prompt=f"{SYSTEM} #{i}") for i in range(agents)}
 
 

@@ -14,7 +14,7 @@ from tests.support.chat_server import ChatServer, Reply
 
 def setups(agents: int = 2) -> dict[int, AgentSetup]:
     task = get_task("sorting")
-    instance = task.generate(agents, 2, "random", 3)
+    instance = task.generate(agents, 2, 3, mode="random")
     views = [task.view(instance, i) for i in range(agents)]
     return {i: AgentSetup(view=v, system_prompt=task.build_prompt(v, "broadcast", "base"))
             for i, v in enumerate(views)}

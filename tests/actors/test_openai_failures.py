@@ -57,7 +57,7 @@ def make_script(expected):
 def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_client, request):
     if executor == "ray":
         request.getfixturevalue("ray_session")
-    instance = get_task("sorting").generate(2, 2, "random", SEED)
+    instance = get_task("sorting").generate(2, 2, SEED, mode="random")
     with ChatServer(make_script(instance.expected)) as server:
         cfg = RunConfig.from_mapping(dict(
             task="sorting", protocol="broadcast", agents=2, k=2, mode="random", seed=SEED, backend="openai",

@@ -123,9 +123,9 @@ def test_environment_uses_the_task_options() -> None:
     from masgrid._private.actors.environment import EnvironmentHost
     from masgrid._private.envs.tasks import get_task
 
-    masbench = EnvironmentHost("p2p", get_task("sorting").generate(3, 2, "random", 0))
+    masbench = EnvironmentHost("p2p", get_task("sorting").generate(3, 2, 0, mode="random"))
     assert masbench.protocol.options == ProtocolOptions() and masbench.notice is None
-    silo = EnvironmentHost("kv", get_task("silo/I-01").generate(3, 2, None, 0), condition="reminder")
+    silo = EnvironmentHost("kv", get_task("silo/I-01").generate(3, 2, 0), condition="reminder")
     assert silo.protocol.options == SILO and silo.notice.startswith("Reminder: the commands available")
     out = silo.apply_round(1, [(0, blocks("wait"), None), (1, blocks("submit_result 1"), None)])
     assert out[0][-1].reply == silo.notice and all(r.reply != silo.notice for r in out[1])

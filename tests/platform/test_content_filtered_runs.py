@@ -24,7 +24,7 @@ STOPPED = {"id": "x", "object": "chat.completion", "model": "loopback",
 
 
 def test_filtered_calls_are_counted_and_the_agent_goes_on(tmp_path):
-    expected = get_task("sorting").generate(2, 2, "random", SEED).expected
+    expected = get_task("sorting").generate(2, 2, SEED, mode="random").expected
     calls = {0: 0, 1: 0}
 
     def script(request: dict) -> Reply:

@@ -39,7 +39,7 @@ def config(tmp_path, base_url: str, **extra) -> RunConfig:
 
 
 def expected_answers():
-    return get_task("sorting").generate(2, 2, "random", SEED).expected
+    return get_task("sorting").generate(2, 2, SEED, mode="random").expected
 
 
 def waits_then_submits(turns_before_submit: int = 4):

@@ -14,7 +14,7 @@ def block(text: str) -> str:
 
 def test_run_log_counts_stacked_blocks_and_writes_their_events():
     """The driver's counter (run metric and agents column stacked_blocks) and the events rows."""
-    env = EnvironmentHost("broadcast", get_task("sorting").generate(2, 2, "random", 0))
+    env = EnvironmentHost("broadcast", get_task("sorting").generate(2, 2, 0, mode="random"))
     replies = {0: block("wait\nlist_agents") + "\n" + block("broadcast_message hi\nreceive_messages"),
                1: block("receive_messages")}
     records = env.apply_round(1, [(i, text, None) for i, text in replies.items()])

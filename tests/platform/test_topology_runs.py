@@ -92,7 +92,7 @@ def test_no_communication_floor_is_recorded_per_run(results):
     runs = pd.read_parquet(out / "runs").set_index("run_id")
     for cfg in configs:
         row = runs.loc[cfg.run_id]
-        instance = get_task(cfg.task).generate(cfg.agents, cfg.k_resolved, cfg.mode, cfg.seed, **cfg.generation_kwargs())
+        instance = get_task(cfg.task).generate(cfg.agents, cfg.k_resolved, cfg.seed, **cfg.generation_kwargs())
         if cfg.task == "sorting":
             assert row["comm_floor_success"] == sorting_floor(instance.inputs, cfg.k_resolved)
         else:  # SILO's own floor column, computed by its family code

@@ -19,6 +19,7 @@ import pandas as pd
 from masgrid._private.analysis.dispersion import wilson
 from masgrid._private.analysis.markdown import write_table
 from masgrid._private.envs.topology import KINDS
+from masgrid.family import family_of
 
 COLUMNS = ["runs", "success %", "CI low %", "CI high %", "floor %", "floor runs", "success - floor (pp)",
            "diameter", "mean degree", "rounds", "messages"]
@@ -29,12 +30,16 @@ def has_restricted(runs: pd.DataFrame) -> bool:
 
 
 def graph_label(runs: pd.DataFrame) -> pd.Series:
-    """The topology kind; `graph=<model>` for a run on its task's own graph (topology null,
-    e.g. AgentsNet's graph=ws); `complete` for rows recorded before topology existed."""
+    """The topology kind; for a run on its task's own graph (topology null) its family's
+    top-level options that are set, e.g. `graph=ws` (AgentsNet's graph model); `complete` for
+    rows recorded before topology existed."""
     label = runs["topology"].astype(object).copy()
-    if "graph" in runs:
-        own = label.isna() & runs["graph"].notna()
-        label[own] = "graph=" + runs.loc[own, "graph"].astype(str)
+    for index in label.index[label.isna()]:
+        family = family_of(str(runs.at[index, "task"]))
+        parts = [f"{key}={runs.at[index, key]}" for key in (family.top_level if family is not None else ())
+                 if key in runs and pd.notna(runs.at[index, key])]
+        if parts:
+            label[index] = " ".join(parts)
     return label.fillna("complete")
 
 

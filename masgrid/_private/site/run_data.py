@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from masgrid._private.analysis.families import family_name
-from masgrid.family import families
+from masgrid.family import families, family_columns
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.results.table_schemas import AGENT_COLUMNS, RUN_METRICS
 from masgrid._private.site.jsdata import plain
@@ -23,7 +23,12 @@ PROVENANCE = ("model", "model_preset", "backend", "temperature", "top_p", "max_t
               "sampling_vs_paper", "token_counter", "token_counter_source", "tokenizer_sha256", "prompt_hash",
               "point_id", "masgrid_version", "git_commit", "python_version", "ray_version", "vllm_version",
               "tokenizers_version", "hostname", "started_at", "finished_at", "wall_s", "startup_s", "results_dir")
-SETTING = ("task", "protocol", "agents", "k", "mode", "condition", "seed", "max_rounds", "graph", "experiment", "tags")
+SETTING = ("task", "protocol", "agents", "k", "condition", "seed", "max_rounds", "experiment", "tags")
+
+
+def setting_keys() -> tuple[str, ...]:
+    """The run page's setting: the core keys with every family's top-level options after `k`."""
+    return (*SETTING[:4], *family_columns(), *SETTING[4:])
 
 
 def _get(run: Run, key: str) -> Any:
@@ -119,7 +124,7 @@ def agents_table(agents: pd.DataFrame) -> dict[str, Any]:
 def run_header(run: Run, agents: pd.DataFrame) -> dict[str, Any]:
     """The run page's first screen: setting, status, provenance, metrics, agents, config."""
     config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else None
-    setting = {k: _get(run, k) for k in SETTING}
+    setting = {k: _get(run, k) for k in setting_keys()}
     for key in ignored_keys(str(run["task"])):
         if setting.get(key) is not None:
             setting[key] = f"{setting[key]} (not read by this task)"

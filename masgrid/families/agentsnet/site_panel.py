@@ -29,12 +29,11 @@ from masgrid.sdk.tasks import get_task
 def regenerate(config: dict[str, Any]) -> tuple[list[str], list[tuple[int, int]], list[int]]:
     """(names, edges, Byzantine agents) of the run's instance, from its recorded config."""
     task = get_task(config["task"])
-    kwargs: dict[str, Any] = {"graph": config.get("graph")}
+    kwargs: dict[str, Any] = {"graph": config.get("graph")}  # recorded at the top before it moved into the block
     kwargs.update({key: config.get(key) for key in task.generation_keys})
     kwargs.update(config.get(task.family) or {})
     k = config.get("k")  # null in the config: the task's default_k, as the platform resolves it
-    instance = task.generate(config["agents"], task.default_k if k is None else k, config.get("mode"), config["seed"],
-                             **kwargs)
+    instance = task.generate(config["agents"], task.default_k if k is None else k, config["seed"], **kwargs)
     names = list(instance.meta["names"])
     index = {name: i for i, name in enumerate(names)}
     edges = [(index[u], index[v]) for u, v in instance.meta["edges"]]

@@ -82,7 +82,6 @@ class AgentsNetTask(Task):
     family = "agentsnet"
     schedule = "local_rounds"
     protocols = ("local",)
-    modes = None
     conditions = tuple(variants())
     #: the graph is AgentsNet's own model (`graph`) or, when `topology` restricts it, the run's
     #: communication graph (docs/topology.md); validate_options refuses neither or both
@@ -102,12 +101,12 @@ class AgentsNetTask(Task):
         return options
     is_global: ClassVar[bool] = False
 
-    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
-        super().validate_params(agents, k, mode, protocol, condition)
+    def validate_params(self, agents: int, k: int, protocol: str, condition: str) -> None:
+        super().validate_params(agents, k, protocol, condition)
         if agents < MIN_AGENTS:
             raise ValueError(f"agents: AgentsNet graphs need at least {MIN_AGENTS} agents, got {agents}")
 
-    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
+    def validate_options(self, agents: int, k: int, seed: int, graph: str | None = None,
                          rounds: int | None = None, cot: bool = True, byzantine: str = "none",
                          byzantine_count: int | None = None, parser: str = "strict",
                          topology: Any = None, **extra: Any) -> None:
@@ -134,11 +133,11 @@ class AgentsNetTask(Task):
             raise ValueError(f"agentsnet.byzantine_count: need 0 <= f < agents = {agents}, got {byzantine_count}")
 
     # -- generation ----------------------------------------------------------------------------
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, graph: str | None = None,
+    def generate(self, agents: int, k: int, seed: int, graph: str | None = None,
                  rounds: int | None = None, cot: bool = True, byzantine: str = "none",
                  byzantine_count: int | None = None, parser: str = "strict", topology: Any = None,
                  **extra: Any) -> Instance:
-        self.validate_options(agents, k, mode, seed, graph=graph, rounds=rounds, cot=cot, byzantine=byzantine,
+        self.validate_options(agents, k, seed, graph=graph, rounds=rounds, cot=cot, byzantine=byzantine,
                               byzantine_count=byzantine_count, parser=parser, topology=topology, **extra)
         settings = topology_settings(topology)
         if settings.restricted:  # the run's communication graph, with names drawn as for a graph model

@@ -95,7 +95,7 @@ class CooperTask(Task):
         """The number of agents follows from the features and the setting."""
         return options_of({k: v for k, v in extra.items() if k in OPTION_KEYS}).n_agents()
 
-    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+    def validate_options(self, agents: int, k: int, seed: int, **extra: Any) -> None:
         options = options_of(extra)
         if agents != options.n_agents():
             raise ValueError(f"agents: cooper.setting={options.setting} with {len(options.features)} feature(s) "
@@ -124,7 +124,7 @@ class CooperTask(Task):
         return data
 
     # -- generation ------------------------------------------------------------------------------
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
+    def generate(self, agents: int, k: int, seed: int, **extra: Any) -> Instance:
         options = options_of(extra)
         paths = resolve_paths(options)
         data = self._data(options)

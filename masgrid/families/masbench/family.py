@@ -1,5 +1,6 @@
 """The MAS-Bench family as masgrid sees it (masgrid/family.py)."""
 
+from masgrid.families.masbench.options import MasBenchOptions
 from masgrid.family import Family, Metric
 
 #: TE and CR are the paper's (eq. 6 and 7): elements sorted per 10^5 tokens, and the share of
@@ -22,6 +23,9 @@ FAMILY = Family(
     paper="MAS-Bench: distributed sorting, max and prefix sum with communication protocols and CAMOC",
     tasks="masgrid.families.masbench.tasks", task_names=("sorting", "max", "prefix_sum"),
     default_protocol="broadcast",
+    options=MasBenchOptions,
+    top_level={"mode": Metric(type="string", unit="label", meaning=
+                              "MAS-Bench's input order (masbench.mode): asc, near_asc, random, near_desc or desc")},
     report="masgrid.families.masbench.report:write_family_report",
     metrics=METRICS,
     site_score=("sr", "SR"),

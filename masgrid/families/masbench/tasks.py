@@ -25,7 +25,6 @@ from masgrid.sdk.tasks import AgentView, Instance, Score, Task, register_task
 class MasBenchTask(Task):
     family = "masbench"
     protocols = ("broadcast", "p2p", "kv")
-    modes = MODES
     conditions = tuple(CONDITIONS)
     default_k = 10  # the largest K of the paper's grid (K in {1, 5, 10})
     ignored_keys = ("graph",)  # AgentsNet's; accepted so one sweep may span families
@@ -34,14 +33,17 @@ class MasBenchTask(Task):
     #: the most integers one instance holds (agents x k): the generator samples them all
     MAX_TOTAL: ClassVar[int] = 10_000_000
 
-    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+    def validate_options(self, agents: int, k: int, seed: int, **extra: Any) -> None:
+        mode = extra.get("mode", "random")
+        if mode not in MODES:
+            raise ValueError(f"mode: task {self.name} supports {list(MODES)}, not {mode!r}")
         if agents * k > self.MAX_TOTAL:
             raise ValueError(f"k: agents x k = {agents * k} integers exceeds the {self.MAX_TOTAL} one instance "
                              "may hold")
 
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
-        if mode is None:
-            raise ValueError(f"mode: task {self.name} needs one of {list(MODES)}")
+    def generate(self, agents: int, k: int, seed: int, mode: str | None = "random", **extra: Any) -> Instance:
+        if mode is None or mode not in MODES:
+            raise ValueError(f"mode: task {self.name} supports {list(MODES)}, not {mode!r}")
         xs, sorted_slices, global_input = init_sort_task(agents, k, mode, seed)
         return Instance(
             task=self.name,

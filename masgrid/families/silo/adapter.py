@@ -2,10 +2,10 @@
 
 Choices the paper leaves open (also in docs/tasks/silo.md):
 - `k` is the per-agent workload; the run config's `k` (default: the spec's `default_k`)
-  is passed to the spec, so the global input grows with N (section 3.2). `mode` (and
-  AgentsNet's `graph`) has no meaning for SILO: it is accepted (the default config's
-  mode=random works) and ignored, and stands as None in the run identity, so a sweep over it
-  is refused rather than run as pseudo-replicates.
+  is passed to the spec, so the global input grows with N (section 3.2). MAS-Bench's `mode`
+  and AgentsNet's `graph` (other families' options a config may give at the top level) have
+  no meaning for SILO: they stand as None in its run identity, so a sweep over them is
+  refused rather than run as pseudo-replicates.
 - The instance of (task, N, k, seed) comes from `random.Random("silo:<id>:<N>:<k>:<seed>")`,
   independent of the protocol, so the three protocols see the same data.
 - Round semantics are appendix A.5's (`ProtocolOptions.strict_rounds()`).
@@ -60,7 +60,6 @@ def scored_partial(score: Score) -> list[float]:
 class SiloTask(Task):
     family = "silo"
     protocols = ("broadcast", "p2p", "kv")
-    modes = None
     conditions = prompts.SCAFFOLDS + (ISOLATED,) + tuple(f"oracle-{n}" for n in ORACLE_SCALES)
     scripted_only_conditions = (ISOLATED,)
     generation_keys = ("condition",)
@@ -72,7 +71,7 @@ class SiloTask(Task):
         self.spec = self.spec_cls()
 
     # -- configuration ------------------------------------------------------------------------
-    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
+    def validate_params(self, agents: int, k: int, protocol: str, condition: str) -> None:
         if self.protocols and protocol not in self.protocols:
             raise ValueError(f"protocol: task {self.name} supports {list(self.protocols)}, not {protocol!r}")
         scale = oracle_scale(condition)
@@ -99,7 +98,7 @@ class SiloTask(Task):
             raise ValueError(f"{self.name}: generator returned {len(data.shards)} shards for {n} agents")
         return data
 
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
+    def generate(self, agents: int, k: int, seed: int, **extra: Any) -> Instance:
         scale = oracle_scale(extra.get("condition"))
         n = scale if scale is not None else agents
         data = self.silo_data(n, k, seed)

@@ -75,8 +75,7 @@ def _instance(run: pd.Series) -> tuple[SiloSpec, SiloData]:
     task = get_task(run["task"])
     if not isinstance(task, SiloTask):
         raise TypeError(f"run {run['run_id']}: task {run['task']} is not a SILO task ({type(task).__name__})")
-    mode = run["mode"] if isinstance(run.get("mode"), str) else None
-    inst = task.generate(int(run["agents"]), int(run["k"]), mode, int(run["seed"]), condition=run["condition"])
+    inst = task.generate(int(run["agents"]), int(run["k"]), int(run["seed"]), condition=run["condition"])
     return task.spec, task.data_of(inst)
 
 

@@ -54,7 +54,6 @@ class SimasTask(Task):
     family = "simas"
     schedule = "sequential"
     protocols = ("groupchat",)
-    modes = None
     conditions = tuple(prompts.CONDITIONS)
     generation_keys = ("condition",)
     #: a question, not a workload: `k` and `mode` are never read
@@ -68,12 +67,12 @@ class SimasTask(Task):
             out["subject"] = None
         return out
 
-    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
-        super().validate_params(agents, k, mode, protocol, condition)
+    def validate_params(self, agents: int, k: int, protocol: str, condition: str) -> None:
+        super().validate_params(agents, k, protocol, condition)
         if condition == "cot" and agents != 1:
             raise ValueError("agents: condition cot is the single-agent chain-of-thought baseline; set agents=1")
 
-    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+    def validate_options(self, agents: int, k: int, seed: int, **extra: Any) -> None:
         unknown = set(extra) - set(OPTION_KEYS) - {"condition"}
         if unknown:
             raise ValueError(f"simas: unknown SIMAS option(s): {', '.join(sorted(unknown))}")
@@ -89,7 +88,7 @@ class SimasTask(Task):
         return int(instance.params["rounds"]) + 1
 
     # -- generation ------------------------------------------------------------------------------
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
+    def generate(self, agents: int, k: int, seed: int, **extra: Any) -> Instance:
         options = SimasOptions(**{key: v for key, v in extra.items() if key in OPTION_KEYS})
         question = select_question(self.dataset, options.model_dump())
         condition = extra.get("condition") or "base"

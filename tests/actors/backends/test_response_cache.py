@@ -305,7 +305,7 @@ def test_model_cache_covers_a_teams_members(tmp_path: Path) -> None:
 
     member = BackendSettings(name="member", base_url="http://127.0.0.1:9/v1")
     task = get_task("sorting")
-    instance = task.generate(2, 2, "random", 0)
+    instance = task.generate(2, 2, 0, mode="random")
     for cache, wrapped in ((True, True), (False, False)):
         run_model = BackendSettings(cache=cache, cache_dir=str(tmp_path))
         host = AgentHost(HostSpec(backend="openai", settings=run_model, protocol="kv", seed=1,

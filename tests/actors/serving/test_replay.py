@@ -16,7 +16,7 @@ from masgrid._private.envs.tokens import approx_tokens
 @pytest.mark.parametrize("protocol", ["broadcast", "p2p", "kv"])
 def test_replay_matches_a_live_policy_turn_by_turn(protocol: str) -> None:
     task = get_task("sorting")
-    inst = task.generate(3, 3, "random", 7)
+    inst = task.generate(3, 3, 7, mode="random")
     env = EnvironmentHost(protocol, inst)
     views = [task.view(inst, i) for i in range(3)]
     live = [ScriptedBackend(task.scripted_policy(v, protocol, 11 + i), approx_tokens) for i, v in enumerate(views)]
@@ -51,7 +51,7 @@ def test_untagged_request_is_refused_with_a_reason() -> None:
 
 def test_replay_ignores_the_system_turn() -> None:
     task = get_task("max")
-    inst = task.generate(2, 2, "asc", 0)
+    inst = task.generate(2, 2, 0, mode="asc")
     tag = AgentTag(view=task.view(inst, 0), protocol="broadcast", seed=0)
     first = replay_reply([{"role": "system", "content": "x"}], tag)
     assert "broadcast_message" in first

@@ -75,7 +75,7 @@ def standin_url(tool_policy) -> Iterator[str]:
 
 def view():
     task = get_task("sorting")
-    return task.view(task.generate(2, 2, "random", 1), 0)
+    return task.view(task.generate(2, 2, 1, mode="random"), 0)
 
 
 TOOL_RESULTS = [[{"role": "tool", "tool_call_id": "call_0_0", "content": "1: x = 1"}],

@@ -147,7 +147,7 @@ def test_silo_environment_renumbered_through_the_real_host(protocol: str) -> Non
     for case, n, scenario, perm in cases(f"host:{protocol}", protocol, 20, 2, 5, rounds=3):
         runs = []
         for numbering in (list(range(n)), perm):
-            env = EnvironmentHost(protocol, get_task("silo/I-06").generate(n, 2, None, case))
+            env = EnvironmentHost(protocol, get_task("silo/I-06").generate(n, 2, case))
             runs.append(observed(protocol, None, env, scenario, numbering))
         assert sorted(runs[0][0], key=repr) == sorted(runs[1][0], key=repr), (case, perm)
         assert runs[0][1] == runs[1][1]

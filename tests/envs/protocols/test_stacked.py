@@ -128,7 +128,7 @@ def test_text_after_a_command_that_takes_none_is_named_as_ignored(make):
 
 
 def test_events_mark_the_note_as_a_harness_event_with_verb_stacked():
-    env = EnvironmentHost("p2p", get_task("sorting").generate(3, 2, "random", 0))
+    env = EnvironmentHost("p2p", get_task("sorting").generate(3, 2, 0, mode="random"))
     records = env.apply_round(1, [(0, block("wait\nreceive_messages"), None), (1, block("wait"), None)])
     assert [(r.kind, r.verb) for r in records[0]] == [("harness", "stacked"), ("command", "wait"),
                                                       ("command", "receive_messages")]

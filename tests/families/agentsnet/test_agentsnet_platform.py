@@ -31,7 +31,7 @@ def test_driver_matches_simulator_and_records_budget(tmp_path: Path) -> None:
     summary = run_local(cfg)
     assert summary.status == "ok", summary.error
     task = get_task(cfg.task)
-    inst = task.generate(8, cfg.k, None, 3, graph="ba")
+    inst = task.generate(8, cfg.k, 3, graph="ba")
     sim = run_scripted(task, inst, cfg.seed)
     agents = pd.read_parquet(tmp_path / "agents").sort_values("agent")
     assert [json.loads(s) for s in agents["submission"]] == sim.answers
@@ -78,7 +78,7 @@ def test_sweep_presets_name_valid_values(preset: str, tmp_path: Path) -> None:
         assert condition in variants()
     for agents in params["agents"]:
         for task in params["task"][:1]:
-            _cfg(tmp_path, task=task, agents=int(agents), graph=params["graph"][0])
+            _cfg(tmp_path, task=task, agents=int(agents), graph=params["agentsnet.graph"][0])
 
 
 def test_vertex_cover_baseline_solves_the_issue_case_through_the_driver(tmp_path: Path) -> None:
@@ -87,6 +87,6 @@ def test_vertex_cover_baseline_solves_the_issue_case_through_the_driver(tmp_path
     assert run_local(cfg).status == "ok"
     run = pd.read_parquet(tmp_path / "runs").iloc[0]
     assert run["success"] and run["soft_score"] == 1.0
-    inst = get_task(cfg.task).generate(16, cfg.k, None, 4, graph="ws")
+    inst = get_task(cfg.task).generate(16, cfg.k, 4, graph="ws")
     agents = pd.read_parquet(tmp_path / "agents").sort_values("agent")
     assert [json.loads(s) for s in agents["submission"]] == run_scripted(get_task(cfg.task), inst, 4).answers

@@ -84,7 +84,7 @@ def test_leader_election_and_consensus() -> None:
 
 def test_byzantine_agents_are_not_scored() -> None:
     task = get_task("agentsnet/consensus")
-    inst = task.generate(8, 1, None, 0, graph="ws", byzantine="unaware")
+    inst = task.generate(8, 1, 0, graph="ws", byzantine="unaware")
     bad = inst.meta["byzantine_agents"]
     assert len(bad) == 2 and [x["byzantine"] for x in inst.inputs].count(True) == 2
     answers = ["1" if i not in bad else "0" for i in range(8)]

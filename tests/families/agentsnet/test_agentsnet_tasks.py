@@ -28,7 +28,7 @@ def test_cli_instance_and_score(problem: str, tmp_path: Path, capsys: pytest.Cap
     assert data["params"]["rounds"] == (2 * data["meta"]["diameter"] + 1 if problem in ("leader_election", "consensus") else 5)
     # Answer with the scripted baseline given enough rounds, plus one invalid variant.
     task = get_task(f"agentsnet/{problem}")
-    inst = task.generate(8, 5, None, 2, graph="ws", rounds=20)
+    inst = task.generate(8, 5, 2, graph="ws", rounds=20)
     answers = run_scripted(task, inst, 0).answers
     (tmp_path / "inst.json").write_text(inst.model_dump_json())
     (tmp_path / "good.json").write_text(json.dumps(answers))
@@ -47,7 +47,7 @@ def test_cli_instance_and_score(problem: str, tmp_path: Path, capsys: pytest.Cap
 
 def test_parse_answer_accepts_marker_or_bare_option() -> None:
     task = get_task("agentsnet/consensus")
-    inst = task.generate(4, 1, None, 0, graph="dt")
+    inst = task.generate(4, 1, 0, graph="dt")
     assert task.parse_answer(inst, 0, "thinking...\n### Final Answer ### 1") == "1"
     assert task.parse_answer(inst, 0, "0") == "0" and task.parse_answer(inst, 0, '"1"') == "1"
     with pytest.raises(ValueError):
@@ -56,7 +56,7 @@ def test_parse_answer_accepts_marker_or_bare_option() -> None:
 
 def test_prompt_parts_and_variants() -> None:
     task = get_task("agentsnet/coloring")
-    inst = task.generate(8, 1, None, 0, graph="ba", byzantine="aware")
+    inst = task.generate(8, 1, 0, graph="ba", byzantine="aware")
     view = task.view(inst, 0)
     base = task.build_prompt(view, "local", "base")
     me = inst.inputs[0]
@@ -69,7 +69,7 @@ def test_prompt_parts_and_variants() -> None:
     honest = next(i for i in range(8) if i != adversary and i not in inst.meta["byzantine_agents"])
     assert "make the network fail" in task.build_prompt(task.view(inst, adversary), "local", "base")
     assert "adversaries" in task.build_prompt(task.view(inst, honest), "local", "base")
-    unaware = task.generate(8, 1, None, 0, graph="ba", byzantine="unaware")
+    unaware = task.generate(8, 1, 0, graph="ba", byzantine="unaware")
     assert "adversaries" not in task.build_prompt(task.view(unaware, honest), "local", "base")
 
 
@@ -79,15 +79,15 @@ GRID = [(n, g, s) for n in (4, 8, 16) for g in ("ws", "ba", "dt") for s in (0, 1
 @pytest.mark.parametrize("problem", ["leader_election", "consensus", "vertex_cover"])
 def test_baselines_perfect_on_paper_budget(problem: str) -> None:
     task = get_task(f"agentsnet/{problem}")
-    results = [run_scripted(task, task.generate(n, 1, None, s, graph=g), s).score.success for n, g, s in GRID]
+    results = [run_scripted(task, task.generate(n, 1, s, graph=g), s).score.success for n, g, s in GRID]
     assert all(results)
 
 
 @pytest.mark.parametrize("problem", ["coloring", "matching"])
 def test_baselines_short_budget_imperfect_long_budget_perfect(problem: str) -> None:
     task = get_task(f"agentsnet/{problem}")
-    short = [run_scripted(task, task.generate(n, 1, None, s, graph=g), s).score.success
+    short = [run_scripted(task, task.generate(n, 1, s, graph=g), s).score.success
              for n in (4, 8, 16) for g in ("ws", "ba", "dt") for s in range(4)]
     assert 0 < sum(short) < len(short)
-    long = [run_scripted(task, task.generate(n, 1, None, s, graph=g, rounds=24), s).score.success for n, g, s in GRID]
+    long = [run_scripted(task, task.generate(n, 1, s, graph=g, rounds=24), s).score.success for n, g, s in GRID]
     assert all(long)

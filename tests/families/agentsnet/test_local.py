@@ -53,7 +53,7 @@ def test_validator_returns_retry_prompts() -> None:
 
 def _protocol(rounds: int = 2) -> tuple[LocalProtocol, list[str], list[list[str]]]:
     task = get_task("agentsnet/leader_election")
-    inst = task.generate(4, 1, None, 1, graph="ba", rounds=rounds)
+    inst = task.generate(4, 1, 1, graph="ba", rounds=rounds)
     proto = LocalProtocol(4, lambda a, raw: raw)
     proto.attach(inst)
     return proto, [x["name"] for x in inst.inputs], [x["neighbors"] for x in inst.inputs]
@@ -94,7 +94,7 @@ def test_chain_of_thought_switch() -> None:
     task = get_task("agentsnet/consensus")
     prompts = {}
     for cot in (True, False):
-        inst = task.generate(4, 1, None, 0, graph="ws", rounds=1, cot=cot)
+        inst = task.generate(4, 1, 0, graph="ws", rounds=1, cot=cot)
         proto = LocalProtocol(4, lambda a, raw: raw)
         proto.attach(inst)
         proto.round = 1

@@ -17,7 +17,7 @@ SEED = 5
 
 
 def test_malformed_json_gets_one_retry(ray_session, tmp_path: Path) -> None:
-    inst = get_task("agentsnet/consensus").generate(4, 1, None, SEED, graph="dt")
+    inst = get_task("agentsnet/consensus").generate(4, 1, SEED, graph="dt")
     names = inst.meta["names"]
     flaky, stubborn = names[0], names[1]  # flaky: bad first reply each round; stubborn: always bad
 

@@ -262,7 +262,7 @@ def test_final_answers_match_the_oracle_on_random_replies() -> None:
 # -- the mode inside the protocol, the validator and the task -------------------------------------
 
 def _instance(parser: str, task: str = "agentsnet/coloring"):
-    return get_task(task).generate(8, 1, None, 0, graph="ba", parser=parser)
+    return get_task(task).generate(8, 1, 0, graph="ba", parser=parser)
 
 
 def test_protocol_delivers_as_the_mode_says() -> None:
@@ -302,4 +302,4 @@ def test_validator_and_task_follow_the_mode() -> None:
                                                                                   f"Group {groups}")
     assert task.parse_answer(_instance("strict"), 0, f"### Final Answer ### Group {groups}") == f"Group {groups}"
     with pytest.raises(ValueError, match="agentsnet.parser"):
-        task.generate(8, 1, None, 0, graph="ba", parser="lenient")
+        task.generate(8, 1, 0, graph="ba", parser="lenient")

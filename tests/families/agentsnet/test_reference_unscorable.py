@@ -67,7 +67,7 @@ def test_flag_is_set_exactly_where_the_released_arithmetic_divides_by_zero() -> 
 
 def test_nobody_saying_yes_is_not_only_a_byzantine_case() -> None:
     task = get_task("agentsnet/vertex_cover")
-    inst = task.generate(8, 1, None, 2, graph="dt")
+    inst = task.generate(8, 1, 2, graph="dt")
     for answers in (["No"] * 8, [None] * 8, ["No"] * 7 + [None]):
         score = task.score(inst, answers)
         assert score.metrics["soft_score"] == 0.0 and score.metrics["reference_unscorable_reason"] == "no_coordinator"
@@ -83,7 +83,7 @@ def test_model_errors_flag_every_problem() -> None:
     both = reference_unscorable("no_coordinator", 1)
     assert both == {"reference_unscorable": True, "reference_unscorable_reason": "model_error+no_coordinator"}
     task = get_task("agentsnet/consensus")
-    inst = task.generate(4, 1, None, 0, graph="ws")
+    inst = task.generate(4, 1, 0, graph="ws")
     score = task.score(inst, ["1"] * 4)
     assert score.success and task.run_metrics(inst, score, {"model_errors": 1})["reference_unscorable"]
 
@@ -93,7 +93,7 @@ def test_byzantine_honest_subgraph_without_edges() -> None:
     outcomes = set()
     for seed in range(30):
         for f in (1, 2, 3):
-            inst = task.generate(4, 1, None, seed, graph="ba", byzantine="unaware", byzantine_count=f)
+            inst = task.generate(4, 1, seed, graph="ba", byzantine="unaware", byzantine_count=f)
             bad = set(inst.meta["byzantine_agents"])
             names = inst.meta["names"]
             honest_edges = [e for e in inst.meta["edges"] if not {names.index(e[0]), names.index(e[1])} & bad]

@@ -58,7 +58,7 @@ def cover_problems(adj: dict[str, set[str]], chosen: set[str]) -> list[str]:
 @pytest.mark.parametrize("n", [4, 8, 16, 32, 50, 100])  # the paper's sizes, intermediate ones, its largest
 def test_minimal_cover_on_every_seed_within_the_paper_budget(n: int, graph: str) -> None:
     for seed in SEEDS_AT_SIZE.get(n, SEEDS):
-        inst = TASK.generate(n, 1, None, seed, graph=graph)
+        inst = TASK.generate(n, 1, seed, graph=graph)
         adj = adjacency(inst)
         assert inst.params["rounds"] >= diameter(adj), (n, graph, seed)  # the guarantee's precondition
         out = run_scripted(TASK, inst, seed)
@@ -69,7 +69,7 @@ def test_minimal_cover_on_every_seed_within_the_paper_budget(n: int, graph: str)
 
 
 def test_issue_case_ws_16_seed_4_is_solved() -> None:
-    inst = TASK.generate(16, 1, None, 4, graph="ws")
+    inst = TASK.generate(16, 1, 4, graph="ws")
     assert run_scripted(TASK, inst, 4).score.metrics["soft_score"] == 1.0
 
 
@@ -77,7 +77,7 @@ def test_budget_below_the_diameter_keeps_a_valid_cover_but_can_miss_minimality()
     """One round cannot tell most agents their 2-hop neighbourhood: undecided agents say Yes."""
     minimal = []
     for seed in range(5):
-        inst = TASK.generate(30, 1, None, seed, graph="dt", rounds=1)
+        inst = TASK.generate(30, 1, seed, graph="dt", rounds=1)
         adj = adjacency(inst)
         out = run_scripted(TASK, inst, seed)
         chosen = {name for name, answer in zip(inst.meta["names"], out.answers) if answer == "Yes"}

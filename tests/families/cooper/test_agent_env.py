@@ -26,7 +26,7 @@ def session(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("agentenv")
     pool = write_synthetic_pool(root / "pool")
     task = get_task(f"cooper/{pool.pool}/{pool.task_id}")
-    instance = task.generate(2, 0, None, 0, features=[1, 2], data_dir=str(pool.data_dir),
+    instance = task.generate(2, 0, 0, features=[1, 2], data_dir=str(pool.data_dir),
                              repos_dir=str(pool.repos_dir), cache_dir=str(root / "cache"), sandbox="bwrap")
     opened = task.open_session(instance)
     yield opened

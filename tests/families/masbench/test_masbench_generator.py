@@ -51,9 +51,9 @@ def test_inversions_match_brute_force():
 
 
 def test_seeds_reproduce_and_differ():
-    a = get_task("sorting").generate(10, 10, "random", 1)
-    b = get_task("sorting").generate(10, 10, "random", 1)
-    c = get_task("sorting").generate(10, 10, "random", 2)
+    a = get_task("sorting").generate(10, 10, 1, mode="random")
+    b = get_task("sorting").generate(10, 10, 1, mode="random")
+    c = get_task("sorting").generate(10, 10, 2, mode="random")
     assert a == b and a.inputs != c.inputs
     assert a.meta["rho"] == pytest.approx(inversion_rate([v for x in a.inputs for v in x]))
 

@@ -31,7 +31,7 @@ def normalise(prompt: str, view) -> str:
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_prompts_structurally_identical_modulo_id_and_data(task_name, protocol, condition):
     task = get_task(task_name)
-    inst = task.generate(4, 3, "random", 0)
+    inst = task.generate(4, 3, 0, mode="random")
     prompts = set()
     for i in range(4):
         view = task.view(inst, i)
@@ -44,7 +44,7 @@ def test_prompts_structurally_identical_modulo_id_and_data(task_name, protocol, 
 
 def test_camoc_inserts_three_clauses_and_drops_expectations_bullet():
     task = get_task("sorting")
-    inst = task.generate(3, 2, "asc", 0)
+    inst = task.generate(3, 2, 0, mode="asc")
     view = task.view(inst, 0)
     short = task.build_prompt(view, "kv", "base")
     camoc = task.build_prompt(view, "kv", "camoc")
@@ -60,7 +60,7 @@ def test_camoc_inserts_three_clauses_and_drops_expectations_bullet():
 
 def test_rerun_addendum_only_in_phase_two_of_two_phase_conditions():
     task = get_task("sorting")
-    inst = task.generate(3, 2, "asc", 0)
+    inst = task.generate(3, 2, 0, mode="asc")
     v2 = task.view(inst, 1, phase=2, previous=[11, 12])
     camoc2 = task.build_prompt(v2, "broadcast", "camoc")
     assert "second attempt" in camoc2 and camoc2.count("[11, 12]") == 2
@@ -72,7 +72,7 @@ def test_rerun_addendum_only_in_phase_two_of_two_phase_conditions():
 
 def test_prompt_contains_only_own_data():
     task = get_task("sorting")
-    inst = task.generate(3, 4, "random", 0)
+    inst = task.generate(3, 4, 0, mode="random")
     prompt = task.build_prompt(task.view(inst, 0), "p2p", "base")
     for other in inst.inputs[1:]:
         assert not any(f" {v}," in prompt or f"[{v}," in prompt for v in other if v not in inst.inputs[0])
@@ -87,7 +87,7 @@ PROTOCOLS = ["broadcast", "p2p", "kv"]
 def prompt(task_name: str, n: int, k: int, protocol: str, condition: str, agent: int = 0, phase: int = 1,
            seed: int = 0) -> str:
     task = get_task(task_name)
-    inst = task.generate(n, k, "random", seed)
+    inst = task.generate(n, k, seed, mode="random")
     previous = [5] * (1 if task_name == "max" else k) if phase == 2 else None
     return task.build_prompt(task.view(inst, agent, phase=phase, previous=previous), protocol, condition)
 

@@ -94,7 +94,7 @@ def test_quality_matches_the_documented_tolerance(tid: str) -> None:
     seen_partial = 0
     for case in range(60):
         n = rng.choice([2, 3, 5, 8, 20])
-        inst = task.generate(n, rng.choice([6, 20, task.default_k]), None, case)
+        inst = task.generate(n, rng.choice([6, 20, task.default_k]), case)
         xs, public, truth = flat(inst.inputs), inst.params["public"], inst.expected[0]
         answers = [task.parse_answer(inst, i, task.spec.format_answer(near_answer(tid, truth, xs, public, rng)))
                    for i in range(n)]
@@ -133,7 +133,7 @@ def test_hand_made_near_miss_gives_pcs_above_s(tid: str) -> None:
     """PCS > S is reachable: two exact agents and two near misses (0 < q < 1, scored wrong)."""
     task = get_task(f"silo/{tid}")
     for seed in range(40):  # I-03 needs a close runner-up, I-04 a second match
-        inst = task.generate(4, task.default_k, None, seed)
+        inst = task.generate(4, task.default_k, seed)
         xs, public, truth = flat(inst.inputs), inst.params["public"], inst.expected[0]
         near, q = hand_near_miss(tid, truth, xs, public)
         if 0 < q < 1:
@@ -148,12 +148,12 @@ def test_hand_made_near_miss_gives_pcs_above_s(tid: str) -> None:
 
 def test_xor_two_bits_and_vote_far_behind_earn_nothing() -> None:
     xor = get_task("silo/I-06")
-    inst = xor.generate(2, 10, None, 0)
+    inst = xor.generate(2, 10, 0)
     t = inst.expected[0]
     assert xor.score(inst, [t ^ 3, t ^ 128]).partial == [0.0, 0.5]
     assert xor.score(inst, [t ^ 256, -1]).partial == [0.0, 0.0]  # outside [0, 255]: no bit credit
     top = get_task("silo/I-09")
-    inst = top.generate(3, 10, None, 0)
+    inst = top.generate(3, 10, 0)
     assert top.score(inst, [[-1, -2, -3, -4, -5]] * 3).metrics["pcs"] == 0.0
 
 

@@ -17,7 +17,7 @@ SHARED = ("same, complete answer", "globally correct answer")
 
 def agent_prompt(task_id: str, n: int = 3, agent: int = 1, protocol: str = "p2p") -> str:
     task = get_task(f"silo/{task_id}")
-    inst = task.generate(n, task.default_k, None, 0)
+    inst = task.generate(n, task.default_k, 0)
     return task.build_prompt(task.view(inst, agent), protocol, "base")
 
 
@@ -56,7 +56,7 @@ def test_oracle_example_has_the_oracle_answer_shape(task_id: str) -> None:
     task = get_task(f"silo/{task_id}")
     level = SILO_SPECS[task_id].level
     k = 2 if level == 2 else task.default_k
-    oracle = task.generate(1, k, None, 0, condition="oracle-3")
+    oracle = task.generate(1, k, 0, condition="oracle-3")
     prompt = task.build_prompt(task.view(oracle, 0), "p2p", "oracle-3")
     example = _example(prompt)
     if level == 3:
@@ -84,7 +84,7 @@ def test_ii17_stop_numbers_match_the_instance(n: int, k: int, seed: int) -> None
     """The numbers the prompt states (stop range, agent 0's stops, end of line, rides of k to
     2k stops) bound every trip of the instance, and the instance reaches them."""
     task = get_task("silo/II-17")
-    inst = task.generate(n, k, None, seed)
+    inst = task.generate(n, k, seed)
     text = task.build_prompt(task.view(inst, 0), "p2p", "base")
     stops, last = map(int, re.search(r"past (\d+) stops, numbered 0 to (\d+)\.", text).groups())
     first_group_end = int(re.search(r"Agent 0 is responsible for stops 0 to (\d+),", text).group(1))

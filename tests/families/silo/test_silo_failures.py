@@ -204,7 +204,7 @@ def _truth(task: str, n: int, seed: int) -> object:
     from masgrid._private.envs.tasks import get_task
 
     t = get_task(task)
-    return t.data_of(t.generate(n, 4, None, seed))
+    return t.data_of(t.generate(n, 4, seed))
 
 
 def test_consensus_compares_answers_within_the_tolerance() -> None:

@@ -61,7 +61,7 @@ def test_all_ten_registered_with_prompts() -> None:
     assert all(tid in SILO_SPECS for tid in LEVEL1)
     for tid in LEVEL1:
         task = get_task(f"silo/{tid}")
-        inst = task.generate(3, 4, None, 1)
+        inst = task.generate(3, 4, 1)
         prompt = task.build_prompt(task.view(inst, 0), "p2p", "base")
         assert "No single agent has sufficient information" in prompt and "$" not in prompt
 
@@ -69,11 +69,11 @@ def test_all_ten_registered_with_prompts() -> None:
 @pytest.mark.parametrize("tid", LEVEL1)
 def test_generation_is_seeded_and_constant_per_agent(tid: str) -> None:
     task = get_task(f"silo/{tid}")
-    a, b = task.generate(5, 6, None, 3), task.generate(5, 6, "random", 3)
+    a, b = task.generate(5, 6, 3), task.generate(5, 6, 3)
     assert a == b
-    assert task.generate(5, 6, None, 4) != a
+    assert task.generate(5, 6, 4) != a
     for n in (2, 20):
-        inst = task.generate(n, 6, None, 0)
+        inst = task.generate(n, 6, 0)
         assert [len(s) for s in inst.inputs] == [6] * n
 
 
@@ -81,7 +81,7 @@ def test_generation_is_seeded_and_constant_per_agent(tid: str) -> None:
 @pytest.mark.parametrize("n,seed", [(2, 0), (5, 1), (10, 2), (50, 3)])
 def test_truth_matches_an_independent_computation(tid: str, n: int, seed: int) -> None:
     task = get_task(f"silo/{tid}")
-    inst = task.generate(n, task.default_k, None, seed)
+    inst = task.generate(n, task.default_k, seed)
     truth = TRUTH[tid](flat(inst.inputs), inst.params["public"])
     for expected in inst.expected:
         if isinstance(truth, float):
@@ -92,10 +92,10 @@ def test_truth_matches_an_independent_computation(tid: str, n: int, seed: int) -
 
 def test_any_match_and_vote_are_not_degenerate() -> None:
     task = get_task("silo/I-04")
-    firsts = [task.generate(5, 10, None, s).expected[0] for s in range(30)]
+    firsts = [task.generate(5, 10, s).expected[0] for s in range(30)]
     assert min(firsts) >= 0 and len(set(firsts)) > 20  # always a match, anywhere in the input
     vote = get_task("silo/I-03")
-    winners = [vote.generate(5, 20, None, s).expected[0] for s in range(40)]
+    winners = [vote.generate(5, 20, s).expected[0] for s in range(40)]
     assert set(winners) == set("ABCDE")
 
 
@@ -103,7 +103,7 @@ def test_any_match_and_vote_are_not_degenerate() -> None:
 def test_scorer_right_partial_wrong(tid: str) -> None:
     task = get_task(f"silo/{tid}")
     spec = task.spec
-    inst = task.generate(4, task.default_k, None, 7)
+    inst = task.generate(4, task.default_k, 7)
     truth = inst.expected[0]
     right = spec.format_answer(truth)
     wrong = WRONG.get(tid, lambda e, xs: str(e + 1000))(truth, flat(inst.inputs))
@@ -119,17 +119,17 @@ def test_scorer_right_partial_wrong(tid: str) -> None:
 
 def test_tolerance_and_lenient_parsing() -> None:
     task = get_task("silo/I-07")
-    inst = task.generate(3, 10, None, 0)
+    inst = task.generate(3, 10, 0)
     e = inst.expected[0]
     assert task.score(inst, [e + 0.009, e - 0.009, round(e, 2)]).success
     assert not task.score(inst, [e + 0.02] * 3).success
     mx = get_task("silo/I-01")
-    inst = mx.generate(2, 3, None, 0)
+    inst = mx.generate(2, 3, 0)
     assert [mx.parse_answer(inst, 0, raw) for raw in ("42", "[42]", '{"answer": 42}', "42.")] == [42] * 4
     with pytest.raises(ValueError, match="integer"):
         mx.parse_answer(inst, 0, "about forty")
     top = get_task("silo/I-09")
-    inst = top.generate(2, 10, None, 0)
+    inst = top.generate(2, 10, 0)
     assert top.parse_answer(inst, 0, str(inst.expected[0][::-1])) == inst.expected[0]  # order-free
     with pytest.raises(ValueError, match="exactly 5"):
         top.parse_answer(inst, 0, "[1, 2]")
@@ -138,8 +138,8 @@ def test_tolerance_and_lenient_parsing() -> None:
 def test_oracle_instance_holds_everything() -> None:
     for tid in LEVEL1:
         task = get_task(f"silo/{tid}")
-        multi = task.generate(5, 4, None, 2)
-        oracle = task.generate(1, 4, None, 2, condition="oracle-5")
+        multi = task.generate(5, 4, 2)
+        oracle = task.generate(1, 4, 2, condition="oracle-5")
         assert oracle.n_agents == 1 and oracle.inputs[0]["segments"] == multi.inputs
         assert oracle.expected == [multi.expected[0]]
         prompt = task.build_prompt(task.view(oracle, 0), "p2p", "oracle-5")
@@ -154,7 +154,7 @@ def test_prompts_identical_modulo_id_and_data(tid: str, protocol: str, condition
     import json
 
     task = get_task(f"silo/{tid}")
-    inst = task.generate(3, 4, None, 0)
+    inst = task.generate(3, 4, 0)
 
     def neutral(i: int) -> str:
         text = task.build_prompt(task.view(inst, i), protocol, condition)

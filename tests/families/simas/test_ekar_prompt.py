@@ -24,15 +24,15 @@ def _states_the_task(text: str, query: str) -> bool:
 
 def test_discussion_and_cot_prompts_state_the_analogy_task() -> None:
     task = get_task("simas/ekar")
-    inst = task.generate(3, 1, None, 0, profiles="pool")
+    inst = task.generate(3, 1, 0, profiles="pool")
     query = inst.params["question"]
     assert _states_the_task(_first_turn(inst), query)
-    cot = task.generate(1, 1, None, 0, profiles="pool", condition="cot")
+    cot = task.generate(1, 1, 0, profiles="pool", condition="cot")
     assert _states_the_task(prompts.cot_user(cot.params), query)
     assert "Final answer: <letter>" in prompts.cot_user(cot.params)
 
 
 def test_other_datasets_keep_their_instruction() -> None:
-    mmlu = get_task("simas/mmlu").generate(2, 1, None, 0, subject="college_physics", profiles="pool")
+    mmlu = get_task("simas/mmlu").generate(2, 1, 0, subject="college_physics", profiles="pool")
     text = _first_turn(mmlu)
     assert "analogy" not in text.lower() and prompts.texts()["answer_format_choice"] in text

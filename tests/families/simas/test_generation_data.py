@@ -63,7 +63,7 @@ def test_shipped_sets() -> None:
 
 def test_instance_prompts_and_scoring() -> None:
     task = get_task("simas/coding")
-    inst = task.generate(2, 0, None, 0, question=3, profiles="pool")
+    inst = task.generate(2, 0, 0, question=3, profiles="pool")
     p = inst.params
     assert inst.expected == [None, None] and p["language"] == "Python" and p["criteria"]
     assert "Programming language: Python" in prompts.question_block(p)
@@ -76,5 +76,5 @@ def test_instance_prompts_and_scoring() -> None:
     score = task.score(inst, [text, None])
     assert score.success is None and score.correct == [None, None]  # not scored: judged later
     assert task.run_metrics(inst, score, {})["accuracy"] is None
-    open_inst = get_task("simas/open").generate(1, 0, None, 0, question=0, profiles="pool", condition="cot")
+    open_inst = get_task("simas/open").generate(1, 0, 0, question=0, profiles="pool", condition="cot")
     assert "- Originality" in prompts.cot_user(open_inst.params) and "### Final answer" in prompts.cot_user(open_inst.params)

@@ -153,7 +153,7 @@ def test_profile_ablations(tmp_path: Path, condition: str, shown: list[str], hid
     from masgrid._private.envs.tasks import get_task
 
     task = get_task("simas/mmlu")
-    inst = task.generate(3, 1, None, 0, subject="college_physics", profiles="pool", condition=condition)
+    inst = task.generate(3, 1, 0, subject="college_physics", profiles="pool", condition=condition)
     prompt = task.build_prompt(task.view(inst, 1), "groupchat", condition)
     assert all(s in prompt for s in shown) and not any(h in prompt for h in hidden)
 

@@ -20,7 +20,7 @@ REPLIES = ["I cannot decide.", "The answer is A or B.", "Final answer: E", "", "
 
 def _instance(agents: int = 1) -> Instance:
     task = get_task("simas/mmlu")
-    return task.generate(agents, 1, None, 0, subject="college_physics", profiles="pool", rounds=1)
+    return task.generate(agents, 1, 0, subject="college_physics", profiles="pool", rounds=1)
 
 
 def _run_final(instance: Instance, reply: str) -> tuple[object, str]:

@@ -8,7 +8,7 @@ from masgrid._private.platform.run.config import ConfigError, RunConfig
     ({"agents": 0}, "agents"),
     ({"k": -1}, "k"),
     ({"protocol": "smoke_signals"}, "protocol"),
-    ({"mode": "sideways"}, "mode"),
+    ({"mode": "sideways"}, "masbench.mode"),
     ({"condition": "heroic"}, "condition"),
     ({"task": "juggling"}, "task"),
     ({"backend": "carrier_pigeon"}, "backend"),

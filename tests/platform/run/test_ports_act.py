@@ -19,7 +19,7 @@ def test_act_reaches_the_agents_own_host():
         return Reply(tool_calls=[tool_call("view", {"path": f"agent{agent}.py"}, id=f"c{agent}")])
 
     task = get_task("sorting")
-    instance = task.generate(3, 2, "random", 1)
+    instance = task.generate(3, 2, 1, mode="random")
     with ChatServer(script) as server:
         cfg = BackendSettings(name="t", base_url=server.base_url, max_retries=0, timeout_s=5, http_client="direct")
         hosts = [AgentHost(HostSpec(backend="openai", settings=cfg, protocol="broadcast", seed=0)) for _ in range(2)]

@@ -176,7 +176,7 @@ def test_scripted_sweep_over_placements_records_the_placement(tmp_path, ray_sess
     assert set(runs["team_composition"]) == {"5×alt+2×scripted"} and set(runs["team_strong"]) == {"scripted"}
     task = get_task("agentsnet/coloring")
     for run in runs.itertuples():
-        instance = task.generate(7, 1, None, 4, graph=run.graph, rounds=2)
+        instance = task.generate(7, 1, 4, graph=run.graph, rounds=2)
         index = {name: i for i, name in enumerate(instance.meta["names"])}
         degrees = [0] * 7  # from the instance's own edge list, not through the code under test
         for u, v in instance.meta["edges"]:

@@ -84,16 +84,14 @@ class Task(ABC):
     family: ClassVar[str]
     schedule: ClassVar[str] = "lockstep"
     protocols: ClassVar[tuple[str, ...]] = ()
-    modes: ClassVar[tuple[str, ...] | None] = None
     conditions: ClassVar[tuple[str, ...]] = ("base",)
-    #: run-config keys, beyond agents/k/mode/seed, that `generate` receives as keywords
-    #: (e.g. SILO's "condition", whose oracle-<N> values change the instance).
+    #: run-config keys, beyond agents/k/seed and the family's option block, that `generate`
+    #: receives as keywords (e.g. SILO's "condition", whose oracle-<N> values change the instance).
     generation_keys: ClassVar[tuple[str, ...]] = ()
     #: `k` when the run config leaves it unset (k=null), e.g. SILO's per-task workload.
     default_k: ClassVar[int] = 5
-    #: family config keys (RunConfig fields) that must be set, e.g. ("graph",) for AgentsNet
-    required_keys: ClassVar[tuple[str, ...]] = ()
-    #: run-config keys this family never reads (SILO's `mode`, AgentsNet's `k`): they stand as
+    #: run-config keys this family never reads (AgentsNet's `k`, MAS-Bench's `mode`, which a
+    #: config may set at the top level: `Family.top_level`): they stand as
     #: None in its runs' identity, so runs differing only there are one run, and a sweep over
     #: them is refused rather than run as pseudo-replicates.
     ignored_keys: ClassVar[tuple[str, ...]] = ()
@@ -116,15 +114,14 @@ class Task(ABC):
 
     # -- generation ------------------------------------------------------------------------
     @abstractmethod
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
-        """Seeded: the same arguments give the same instance, distinct seeds distinct ones."""
+    def generate(self, agents: int, k: int, seed: int, **extra: Any) -> Instance:
+        """Seeded: the same arguments give the same instance, distinct seeds distinct ones.
+        `extra`: the family's option block as keywords, and the `generation_keys`."""
 
-    def validate_params(self, agents: int, k: int, mode: str | None, protocol: str, condition: str) -> None:
+    def validate_params(self, agents: int, k: int, protocol: str, condition: str) -> None:
         """Raise ValueError naming the offending key when the task cannot run so."""
         if self.protocols and protocol not in self.protocols:
             raise ValueError(f"protocol: task {self.name} supports {list(self.protocols)}, not {protocol!r}")
-        if self.modes is not None and mode not in self.modes:
-            raise ValueError(f"mode: task {self.name} supports {list(self.modes)}, not {mode!r}")
         if condition not in self.conditions:
             raise ValueError(f"condition: task {self.name} supports {list(self.conditions)}, not {condition!r}")
 
@@ -133,7 +130,7 @@ class Task(ABC):
         from its own options (CooperBench: one per feature, or one in solo)."""
         return agents
 
-    def validate_options(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> None:
+    def validate_options(self, agents: int, k: int, seed: int, **extra: Any) -> None:
         """Raise ValueError naming the key for a combination `generate` would refuse.
 
         Cheap (no instance is built): the platform calls it while validating a run's config,

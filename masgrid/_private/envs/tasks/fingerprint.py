@@ -70,8 +70,8 @@ def prompt_hash(task: Task, instance: Instance, protocol: str, condition: str) -
     return digest.hexdigest()[:16]
 
 
-def fingerprint(task: Task, agents: int, k: int, mode: str | None, seed: int, protocol: str, condition: str,
+def fingerprint(task: Task, agents: int, k: int, seed: int, protocol: str, condition: str,
                 extra: dict[str, Any]) -> str:
     """The prompt hash of the run these generation arguments describe (`extra`: the
     generator's other keywords, as the driver passes them)."""
-    return prompt_hash(task, task.generate(agents, k, mode, seed, **extra), protocol, condition)
+    return prompt_hash(task, task.generate(agents, k, seed, **extra), protocol, condition)

@@ -256,21 +256,9 @@ def _run(args: list[str]) -> int:
     else:
         show = None
     # a sweep's results_dir is checked (and created) by the launcher, once every job is valid
-    return _hydra_run([*flags, *map(model_field_override, overrides)], multirun, show, plan_only)
+    from masgrid._private.platform.sweeps.compose import hydra_override
 
-
-def model_field_override(override: str) -> str:
-    """`model.<field>=v` for any field of the model settings, also one the chosen preset does
-    not list: Hydra refuses a key a preset lacks unless it is written `+model.<field>`, which
-    nobody guesses for a documented setting (`model.max_connections`, `model.cache`). Such an
-    override becomes `++model.<field>=v` (set, whether the preset has the key or not)."""
-    from masgrid._private.actors.backends.base import BackendSettings
-
-    key, eq, _ = override.partition("=")
-    head, dot, field = key.partition(".")
-    if eq and dot and head == "model" and field in BackendSettings.model_fields:
-        return "++" + override
-    return override
+    return _hydra_run([*flags, *map(hydra_override, overrides)], multirun, show, plan_only)
 
 
 def _hydra_run(argv: list[str], multirun: bool, show_config: str | None = None, plan_only: bool = False) -> int:

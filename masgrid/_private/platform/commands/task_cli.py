@@ -22,7 +22,7 @@ from masgrid._private.envs.tasks import Instance, Score, Task, get_task
 from masgrid._private.platform.run.config import RunConfig, format_validation_error
 
 #: keys `masgrid instance` takes besides the family's own options (e.g. AgentsNet's rounds)
-INSTANCE_KEYS = ("agents", "k", "mode", "seed", "condition", "graph")
+INSTANCE_KEYS = ("agents", "k", "seed", "condition")
 #: deepest nesting of an answers file: real answers are at most a list of lists of values
 MAX_DEPTH = 32
 #: an agent key of an answers object: "3" or "Agent-3"
@@ -68,12 +68,11 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 def instance_config(task: Task, overrides: dict[str, Any]) -> RunConfig:
     """The run configuration an instance stands for, validated as `masgrid run` validates it.
 
-    The family's own options may be given bare (`rounds=7`) or dotted (`agentsnet.rounds=7`).
+    The family's own options may be given bare (`rounds=7`, `graph=ws`) or dotted (`agentsnet.rounds=7`).
     """
     block = RunConfig.model_fields.get(task.family)
     family_keys = tuple(getattr(block.annotation, "model_fields", {})) if block is not None else ()
-    mapping: dict[str, Any] = {"task": task.name, "protocol": task.protocols[0] if task.protocols else "broadcast",
-                               "mode": "random" if task.modes is not None else None}
+    mapping: dict[str, Any] = {"task": task.name, "protocol": task.protocols[0] if task.protocols else "broadcast"}
     options: dict[str, Any] = {}
     topology: dict[str, Any] = {}  # topology.kind=ring: the instance carries the neighbour lists
     unknown = []
@@ -101,7 +100,7 @@ def instance_command(args: list[str]) -> int:
     parser = OneLineParser(prog="masgrid instance")
     parser.add_argument("task")
     parser.add_argument("--json", action="store_true", help="JSON output (the default)")
-    parser.add_argument("overrides", nargs="*", help="agents=N k=K mode=... seed=S (task-specific keys too)")
+    parser.add_argument("overrides", nargs="*", help="agents=N k=K seed=S and the family's own keys (mode=..., graph=...)")
     ns = parser.parse_args(args)
     try:
         task = get_task(ns.task)

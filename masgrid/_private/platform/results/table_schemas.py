@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from masgrid.family import Metric, family_metrics
+from masgrid.family import Metric, family_columns, family_metrics
 
 
 #: Hive partition keys of every table, in directory order.
@@ -22,7 +22,6 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("protocol", pa.string()),
     ("agents", pa.int64()),
     ("k", pa.int64()),
-    ("mode", pa.string()),
     ("condition", pa.string()),
     ("backend", pa.string()),
     ("model", pa.string()),  # the model id requests named (served name), the unit tables group by
@@ -39,7 +38,6 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
     ("seed", pa.int64()),
     ("max_rounds", pa.int64()),
-    ("graph", pa.string()),
     ("team_composition", pa.string()),  # team runs: canonical member counts, e.g. 3×scripted+2×tiny_cpu; else null
     ("team_placement", pa.string()),  # team runs: random | by_degree | leaves | explicit; else null
     ("team_strong", pa.string()),  # team runs: the member placed first (a composition's first entry); else null
@@ -51,7 +49,7 @@ CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("channel_reorder", pa.float64()),
     ("channel_delay_rounds", pa.int64()),
     ("channel_links", pa.string()),  # JSON {link: rates}, null when no link has its own rates
-    ("topology", pa.string()),  # topology.kind (complete: every earlier run); null: the task's own graph (AgentsNet graph=...)
+    ("topology", pa.string()),  # topology.kind (complete: every earlier run); null: the task's own graph
     ("results_dir", pa.string()),
     ("experiment", pa.string()),
     ("tags", pa.list_(pa.string())),
@@ -221,18 +219,22 @@ def _run_metrics() -> dict[str, Metric]:
     from masgrid.family import FamilyError
 
     taken = {*CORE_METRICS, *(name for name, _ in CONFIG_COLUMNS), *(name for name, _ in RUN_STATUS_COLUMNS)}
-    clashes = sorted(taken & set(family_metrics()))
+    clashes = sorted(taken & {*family_metrics(), *family_columns()})
     if clashes:
-        raise FamilyError(f"family metric columns reuse masgrid's own column names: {', '.join(clashes)}")
+        raise FamilyError(f"family columns reuse masgrid's own column names: {', '.join(clashes)}")
     return {**CORE_METRICS, **family_metrics()}
 
 
 #: every metric column: the core ones, then each installed family's, in family order
 RUN_METRICS: dict[str, Metric] = _run_metrics()
+#: each family's top-level options (`Family.top_level`, e.g. MAS-Bench's input mode), recorded
+#: under their own names after the core configuration columns
+FAMILY_SETTING_COLUMNS: dict[str, Metric] = family_columns()
 
 
 def runs_schema() -> pa.Schema:
-    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, m.arrow_type()) for k, m in RUN_METRICS.items()]
+    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, m.arrow_type()) for k, m in FAMILY_SETTING_COLUMNS.items()]
+    fields += [(k, m.arrow_type()) for k, m in RUN_METRICS.items()]
     return pa.schema(fields + RUN_STATUS_COLUMNS[1:])
 
 

@@ -2,7 +2,9 @@
 
 Hydra composes `conf/config.yaml` (+ overrides); `RunConfig.from_mapping` validates it and
 names the offending field. The user-facing keys are the same for every benchmark:
-task, protocol, agents, k, mode, condition, backend, model, seed, results_dir.
+task, protocol, agents, k, condition, backend, model, seed, results_dir; a family's own
+settings live in its option block (`agentsnet:`), and the few it declares top-level
+(`Family.top_level`, e.g. MAS-Bench's `mode`) may also be given without the block's name.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from masgrid._private.platform.run.team import Team, TeamSettings, composition_s
 from masgrid._private.platform.run import team as team_mod
 from masgrid._private.envs.tasks import Instance
 from masgrid._private.envs.topology import TopologySettings
-from masgrid.family import families, family_of
+from masgrid.family import default_task, families, family_of, top_level_keys
 from masgrid._private.resources import on_reload
 
 # Fields of `model` that change what a model answers (the rest is plumbing).
@@ -163,18 +165,17 @@ FAMILY_BLOCKS = tuple(name for name, family in families().items() if family.opti
 class _RunConfigBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    task: str = "sorting"
+    task: str = Field(default_factory=lambda: default_task(), description="null or absent: the first task of the "
+                      "first family in report order (conf/config.yaml names its own)")
     protocol: str = Field("broadcast", description="null or absent: the task's family default (Family.default_protocol)")
     agents: int = Field(5, ge=1, le=100_000)
     k: int | None = Field(None, ge=1, le=1_000_000, description="per-agent workload; null: the task's default_k")
-    mode: str | None = "random"
     condition: str = "base"
     backend: Literal["scripted", "openai", "serve"] = "scripted"
     model: BackendSettings = Field(default_factory=BackendSettings)
     seed: int = Field(0, ge=-(2**63), lt=2**63, description="instance seed (a 64-bit integer, as the tables store it)")
     results_dir: str = "results"
     max_rounds: int = Field(100, ge=1, description="R_max, per phase")
-    graph: str | None = Field(None, description="graph model, for tasks that run on a generated graph")
     topology: TopologySettings = Field(default_factory=TopologySettings,
                                        description="the communication graph of the p2p and broadcast protocols "
                                                    "(docs/topology.md); complete: every agent reaches every other")
@@ -201,9 +202,33 @@ class _RunConfigBase(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _top_level_keys_into_blocks(cls, data: Any) -> Any:
+        """`mode=desc` is `masbench.mode=desc`: a family's option a config may give at the top
+        level (`Family.top_level`) moves into its block; given both ways, the two must agree."""
+        if not isinstance(data, Mapping):
+            return data
+        owners = {key: family for key, family in top_level_keys().items() if key in data}
+        if not owners:
+            return data
+        data = dict(data)
+        for key, family in owners.items():
+            value = data.pop(key)
+            block = data.get(family.name)
+            block = dict(block) if isinstance(block, Mapping) else {} if block is None else block
+            if not isinstance(block, dict):
+                continue  # the block's own validation names what is wrong with it
+            if key in block and block[key] != value:
+                raise ValueError(f"{key}: given as {key}={value!r} and as {family.name}.{key}={block[key]!r}; "
+                                 f"set it once")
+            block[key] = value
+            data[family.name] = block
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _family_default_protocol(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and data.get("protocol") is None:
-            family = family_of(str(data.get("task", "sorting")))
+            family = family_of(str(data.get("task") or default_task()))
             if family is not None and family.default_protocol is not None:
                 data = {**data, "protocol": family.default_protocol}
             else:
@@ -237,11 +262,8 @@ class _RunConfigBase(BaseModel):
         if self.k is None:
             self.k = task.default_k
         self.agents = task.resolve_agents(self.agents, **self.generation_kwargs())
-        task.validate_params(self.agents, self.k, self.mode, self.protocol, self.condition)
-        for key in task.required_keys:
-            if getattr(self, key, None) is None:
-                raise ValueError(f"{key}: task {self.task} needs {key} to be set")
-        task.validate_options(self.agents, self.k, self.mode, self.seed, **self.generation_kwargs())
+        task.validate_params(self.agents, self.k, self.protocol, self.condition)
+        task.validate_options(self.agents, self.k, self.seed, **self.generation_kwargs())
         self.execution = self.execution.resolved(task.schedule)  # execution.components=auto, runs_per_driver=null
         if self.channel.active:
             if not get_protocol(self.protocol).channel_support:
@@ -311,10 +333,14 @@ class _RunConfigBase(BaseModel):
         task ignores (`Task.ignored_keys`, None here)."""
         data = self.model_dump(mode="json", exclude=set(NON_IDENTITY))
         task = get_task(self.task)
+        for key, owner in top_level_keys().items():  # at the top, where they were before they moved
+            data[key] = data[owner.name].pop(key)
         for family in FAMILY_BLOCKS:  # another family's option block is not part of a run's identity
             if family != task.family:
                 data.pop(family)
-        if isinstance(data.get(task.family), dict):
+        if data.get(task.family) == {}:  # a block of top-level keys only: absent, as before it existed
+            data.pop(task.family)
+        elif isinstance(data.get(task.family), dict):
             data[task.family] = task.identity_options(data[task.family])
         for key in task.ignored_keys:  # e.g. SILO's mode: runs differing only there are one run
             data[key] = None
@@ -361,7 +387,7 @@ class _RunConfigBase(BaseModel):
         from masgrid._private.envs.topology import with_topology
 
         task = get_task(self.task)
-        generated = task.generate(self.agents, self.k_resolved, self.mode, self.seed, **self.generation_kwargs())
+        generated = task.generate(self.agents, self.k_resolved, self.seed, **self.generation_kwargs())
         return with_topology(generated, self.topology, self.seed)
 
     def communication_graph(self, instance: Instance | None = None) -> nx.Graph:
@@ -391,10 +417,10 @@ class _RunConfigBase(BaseModel):
         return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
     def generation_kwargs(self) -> dict[str, Any]:
-        """Keywords the task's generator takes beyond agents/k/mode/seed (graph, family options)."""
+        """Keywords the task's generator takes beyond agents/k/seed: its family's options, and
+        the run-config keys it asks for (`Task.generation_keys`)."""
         task = get_task(self.task)
-        extras: dict[str, Any] = {"graph": self.graph} if self.graph is not None else {}
-        extras.update({key: getattr(self, key) for key in task.generation_keys})
+        extras: dict[str, Any] = {key: getattr(self, key) for key in task.generation_keys}
         options = getattr(self, task.family, None)  # a family's own option block, e.g. `agentsnet:`
         if isinstance(options, BaseModel):
             extras.update(options.model_dump())
@@ -406,17 +432,17 @@ class _RunConfigBase(BaseModel):
 
         m = self.model
         return {"run_id": self.run_id, "task": self.task, "protocol": self.protocol, "agents": self.agents,
-                "k": self.k, "mode": self.mode, "condition": self.condition, "backend": self.backend,
+                "k": self.k, "condition": self.condition, "backend": self.backend,
                 "model": m.request_model, "model_preset": m.name, "temperature": m.temperature, "top_p": m.top_p,
                 "max_tokens": m.max_tokens, "sampling_seed": m.seed,
                 "sampling_vs_paper": compare_with_paper(m.paper_sampling, m.model_dump()),
                 **self._counter_columns(), "prompt_hash": self.prompt_hash,
                 "point_id": self.point_id,
-                "seed": self.seed, "max_rounds": self.max_rounds, "graph": self.graph, **self.channel_columns(),
+                "seed": self.seed, "max_rounds": self.max_rounds, **self.channel_columns(),
                 "topology": self._topology_column(),
                 "results_dir": self.results_dir, **self.labels(), **code_provenance(),
                 "config_json": json.dumps(self.model_dump(mode="json"), sort_keys=True),
-                **self._ignored_columns(), **self._team_columns(),
+                **self._top_level_columns(), **self._ignored_columns(), **self._team_columns(),
                 "prefix_cache_reset": self._prefix_cache_reset if self.agent_endpoints() else None}
 
     def mark_prefix_cache_reset(self, value: bool = True) -> None:
@@ -451,12 +477,17 @@ class _RunConfigBase(BaseModel):
             return None
         return self.topology.kind
 
+    def _top_level_columns(self) -> dict[str, Any]:
+        """Each family's top-level option as its runs column (`Family.top_level`, e.g. MAS-Bench's
+        mode): the value its block holds, as the column held before the option moved there."""
+        return {key: getattr(getattr(self, owner.name), key) for key, owner in top_level_keys().items()}
+
     def _ignored_columns(self) -> dict[str, Any]:
         """The keys a task ignores, as null in its rows when the task asks (`Task.null_ignored_columns`,
         e.g. CooperBench's k and mode); config_json keeps what was configured."""
         task = get_task(self.task)
-        return {key: None for key in task.ignored_keys if key in ("k", "mode", "graph")} \
-            if task.null_ignored_columns else {}
+        columns = ("k", *top_level_keys())
+        return {key: None for key in task.ignored_keys if key in columns} if task.null_ignored_columns else {}
 
     def _counter_columns(self) -> dict[str, Any]:
         try:

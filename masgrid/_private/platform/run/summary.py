@@ -16,8 +16,10 @@ def print_summary(cfg: RunConfig, s: RunSummary, console: Console | None = None)
     table = Table(title=f"masgrid run {s.run_id}", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
-    shown = cfg.columns()  # k and mode are null where the task has no such notion (CooperBench)
-    workload = "".join(f" {key}={shown[key]}" for key in ("k", "mode") if shown[key] is not None)
+    shown = cfg.columns()  # k is null where the task has no such notion (CooperBench)
+    family = family_of(cfg.task)
+    own = tuple(family.top_level) if family is not None else ()  # the family's top-level options (MAS-Bench's mode)
+    workload = "".join(f" {key}={shown[key]}" for key in ("k", *own) if shown[key] is not None)
     setting = (f"task={cfg.task} protocol={cfg.protocol} agents={cfg.agents}{workload} "
                f"condition={cfg.condition} backend={cfg.backend} model={shown['model']} seed={cfg.seed}")
     rows = [("config", setting), ("status", _status(s.status))]

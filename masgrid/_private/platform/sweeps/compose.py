@@ -36,13 +36,37 @@ _SCALARS = (str, int, float, bool, type(None))
 _ENV_ONLY = re.compile(r"\$\{oc\.env:[^${}]*\}")
 
 
+def hydra_override(override: str) -> str:
+    """An override as Hydra needs it for keys masgrid lets users write plainly:
+
+    - `model.<field>=v` for any field of the model settings, also one the chosen preset does
+      not list: Hydra refuses a key a preset lacks unless it is written `+model.<field>`, which
+      nobody guesses for a documented setting (`model.max_connections`, `model.cache`); it
+      becomes `++model.<field>=v` (set, whether the preset has the key or not);
+    - a family's top-level option (`Family.top_level`: `mode=desc`) becomes the key in its
+      family's block, where Hydra's config has it.
+    """
+    from masgrid._private.actors.backends.base import BackendSettings
+    from masgrid.family import top_level_keys
+
+    key, eq, value = override.partition("=")
+    if not eq:
+        return override
+    head, dot, field = key.partition(".")
+    if dot and head == "model" and field in BackendSettings.model_fields:
+        return "++" + override
+    owner = top_level_keys().get(key) if not dot else None
+    return f"{owner.name}.{key}={value}" if owner is not None else override
+
+
 def compose_job(overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
     """(job config without its `hydra` node, resolved; the Hydra run mode the overrides ask for)
     as `masgrid run` composes one job. Call inside `hydra.initialize_config_dir(conf_dir())`:
     a caller composing many jobs initialises Hydra once."""
     from hydra import compose
 
-    cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    overrides = [hydra_override(line) for line in overrides]
+    cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     mode = OmegaConf.select(cfg, "hydra.mode")
     with open_dict(cfg):
         del cfg["hydra"]
@@ -74,6 +98,7 @@ class JobComposer:
 
     def compose(self, overrides: Sequence[str], idx: int) -> tuple[DictConfig, dict[str, Any]]:
         """(hydra-level config, resolved job config without `hydra`) of one job."""
+        overrides = [hydra_override(line) for line in overrides]  # a sweep file's `mode: asc,desc`
         parsed = [self._parse(line) for line in overrides]
         repo = getattr(self.loader, "repository", None)
         if repo is None or any(o.is_hydra_override() or _has_interpolation(o) for o in parsed):

@@ -13,6 +13,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     ns = parser.parse_args(argv)
-    instance = masgrid.get_task("relay/sum").generate(ns.agents, ns.k, None, ns.seed)
+    instance = masgrid.get_task("relay/sum").generate(ns.agents, ns.k, ns.seed)
     print(instance.meta["total"])
     return 0

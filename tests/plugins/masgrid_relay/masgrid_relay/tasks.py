@@ -20,7 +20,7 @@ class RelaySum(Task):
     default_k = 3
     generation_keys = ()
 
-    def generate(self, agents: int, k: int, mode: str | None, seed: int, **extra: Any) -> Instance:
+    def generate(self, agents: int, k: int, seed: int, **extra: Any) -> Instance:
         rng = random.Random(seed)
         high = int(extra.get("high", 99))
         inputs = [[rng.randint(0, high) for _ in range(k)] for _ in range(agents)]
