@@ -236,6 +236,7 @@ def multirun_jobs(overrides: Sequence[str]) -> tuple[JobComposer, list[list[str]
 
     from masgrid._private.resources import conf_dir
 
+    overrides = [hydra_override(line) for line in overrides]  # as the command line rewrites them
     setup_globals()
     loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf_dir())))
     master = loader.load_configuration("config", list(overrides), RunMode.MULTIRUN)
