@@ -30,21 +30,29 @@ logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "masgrid.families"
 
 
+#: the column types a family may declare (timestamps and lists are the core tables' own)
+SCALAR_TYPES = ("bool", "int64", "float64", "string")
+
+
 class Metric(BaseModel):
-    """One run-table column a family adds: its type, unit and meaning (the one source for the
-    Parquet schema, docs/results.md and the tables' column notes). The type is named, not an
-    Arrow object, so declaring a family imports no Arrow (`masgrid run` starts without it)."""
+    """One column of a results table: its type, unit and meaning (the one source for the
+    Parquet schema, docs/results.md and the tables' column notes). Families declare their run
+    columns with it, and the core declares every column of its three tables the same way. The
+    type is named, not an Arrow object, so declaring a family imports no Arrow (`masgrid run`
+    starts without it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: Literal["bool", "int64", "float64", "string"]
+    type: Literal["bool", "int64", "float64", "string", "timestamp", "list<string>", "list<int64>"]
     meaning: str
     unit: str = "-"
 
     def arrow_type(self) -> Any:
         import pyarrow as pa
 
-        return {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}[self.type]
+        return {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
+                "timestamp": pa.timestamp("us", tz="UTC"), "list<string>": pa.list_(pa.string()),
+                "list<int64>": pa.list_(pa.int64())}[self.type]
 
 
 class CliCommand(BaseModel):
@@ -119,6 +127,14 @@ class Family(BaseModel):
                 first = str(exc).splitlines()
                 raise ValueError(f"options {value.__name__} must build with no arguments (give every field a "
                                  f"default): {' '.join(line.strip() for line in first[:3])}") from None
+        return value
+
+    @field_validator("metrics", "top_level")
+    @classmethod
+    def _columns_are_scalars(cls, value: Mapping[str, Metric]) -> Mapping[str, Metric]:
+        wrong = sorted(name for name, column in value.items() if column.type not in SCALAR_TYPES)
+        if wrong:
+            raise ValueError(f"columns {wrong}: a family's columns are one of {', '.join(SCALAR_TYPES)}")
         return value
 
     @field_validator("top_level")

@@ -117,7 +117,7 @@ def agents_table(agents: pd.DataFrame) -> dict[str, Any]:
     columns = [c for c in AGENT_COLUMNS if c in agents.columns and c not in
                ("run_id", "task", "protocol", "system_prompt", "experiment", "tags")]
     rows = [[plain(v) for v in row] for row in agents.sort_values("agent")[columns].itertuples(index=False)]
-    units = {c: AGENT_COLUMNS[c][1] for c in columns}
+    units = {c: AGENT_COLUMNS[c].unit for c in columns}
     return {"columns": columns, "units": units, "rows": rows}
 
 

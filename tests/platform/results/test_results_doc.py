@@ -38,8 +38,26 @@ def test_every_agents_and_events_column_and_event_kind_has_meaning_and_unit_in_t
     for section, columns, schema in (("`agents` columns", AGENT_COLUMNS, AGENTS_SCHEMA),
                                      ("`events` columns", EVENT_COLUMNS, EVENTS_SCHEMA)):
         assert list(columns) == schema.names
-        for name, (_, unit, meaning) in columns.items():
+        for name, column in columns.items():
             cells = _doc_row(doc, section, name)
-            assert cells[2] == unit and unit and cells[3] == meaning and meaning, name
+            assert cells[2] == column.unit and column.unit and cells[3] == column.meaning and column.meaning, name
     for kind, meaning in EVENT_KINDS.items():
         assert _doc_row(doc, "`events` kinds", kind)[1] == meaning and meaning
+
+
+def test_every_column_of_the_three_tables_is_declared_as_a_metric_with_unit_and_meaning():
+    """One scheme for every column: the runs table's configuration and status columns, the
+    families' top-level options and every agents and events column are `Metric`s, and the
+    runs schema is exactly what they declare."""
+    from masgrid._private.platform.results.table_schemas import (CONFIG_COLUMNS, FAMILY_SETTING_COLUMNS,
+                                                                 RUN_STATUS_COLUMNS, runs_columns)
+    from masgrid.family import Metric
+
+    doc = DOC.read_text(encoding="utf-8")
+    for name, column in {**CONFIG_COLUMNS, **RUN_STATUS_COLUMNS}.items():
+        cells = _doc_row(doc, "`runs`: configuration and status columns", name)
+        assert cells[2] == column.unit and cells[3] == column.meaning and column.meaning, name
+    for table in (runs_columns(), AGENT_COLUMNS, EVENT_COLUMNS, FAMILY_SETTING_COLUMNS):
+        assert all(isinstance(column, Metric) and column.unit and column.meaning for column in table.values())
+    assert list(runs_columns()) == runs_schema().names
+    assert [runs_columns()[name].arrow_type() for name in runs_schema().names] == list(runs_schema().types)

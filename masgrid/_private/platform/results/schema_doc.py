@@ -52,12 +52,13 @@ def generated() -> str:
     for name, metric in documented_settings().items():
         lines.append(f"| `{name}` | {metric.type} | {metric.unit} | {metric.meaning} |")
     lines += ["", "### `runs`: configuration and status columns", "",
-              "| column | type |", "|---|---|"]
-    for name, t in [*RUN_STATUS_COLUMNS[:1], *CONFIG_COLUMNS, *RUN_STATUS_COLUMNS[1:]]:
-        lines.append(f"| `{name}` | {_type(t)} |")
+              "| column | type | unit | meaning |", "|---|---|---|---|"]
+    for name, column in {**CONFIG_COLUMNS, **RUN_STATUS_COLUMNS}.items():
+        lines.append(f"| `{name}` | {_type(column.arrow_type())} | {column.unit} | {column.meaning} |")
     for title, columns in (("agents", AGENT_COLUMNS), ("events", EVENT_COLUMNS)):
         lines += ["", f"### `{title}` columns", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
-        lines += [f"| `{name}` | {_type(t)} | {unit} | {meaning} |" for name, (t, unit, meaning) in columns.items()]
+        lines += [f"| `{name}` | {_type(column.arrow_type())} | {column.unit} | {column.meaning} |"
+                  for name, column in columns.items()]
     lines += ["", "### `events` kinds", "", "| kind | meaning |", "|---|---|"]
     lines += [f"| `{kind}` | {meaning} |" for kind, meaning in EVENT_KINDS.items()]
     return "\n".join([*lines, "", END])

@@ -17,46 +17,68 @@ from masgrid.family import Metric, family_columns, family_metrics
 #: Hive partition keys of every table, in directory order.
 PARTITION_KEYS = ("task", "protocol")
 
-CONFIG_COLUMNS: list[tuple[str, pa.DataType]] = [
-    ("task", pa.string()),
-    ("protocol", pa.string()),
-    ("agents", pa.int64()),
-    ("k", pa.int64()),
-    ("condition", pa.string()),
-    ("backend", pa.string()),
-    ("model", pa.string()),  # the model id requests named (served name), the unit tables group by
-    ("model_preset", pa.string()),  # the conf/model preset the run used
-    ("temperature", pa.float64()),  # sampling as sent; null: the server's default
-    ("top_p", pa.float64()),
-    ("max_tokens", pa.int64()),
-    ("sampling_seed", pa.int64()),
-    ("sampling_vs_paper", pa.string()),  # paper presets: as paper | as paper where known (unknown: ..) | differs: ..
-    ("token_counter", pa.string()),  # how tokens without server usage were counted: approx or hf:<file>
-    ("token_counter_source", pa.string()),  # requested | model preset | fallback: <why approx>
-    ("tokenizer_sha256", pa.string()),  # sha256 of the tokenizer file counted with; null for approx
-    ("prompt_hash", pa.string()),  # fingerprint of every prompt text the run's agents could receive
-    ("point_id", pa.string()),  # the grid point without its prompt version (analysis keeps the newest)
-    ("seed", pa.int64()),
-    ("max_rounds", pa.int64()),
-    ("team_composition", pa.string()),  # team runs: canonical member counts, e.g. 3×scripted+2×tiny_cpu; else null
-    ("team_placement", pa.string()),  # team runs: random | by_degree | leaves | explicit; else null
-    ("team_strong", pa.string()),  # team runs: the member placed first (a composition's first entry); else null
-    ("team_members", pa.string()),  # team runs: JSON {member: {backend, preset, model, base_url, sampling}}
-    # the unreliable channel (docs/channel.md); all null when it is off
-    ("channel_loss", pa.float64()),
-    ("channel_delay", pa.float64()),
-    ("channel_duplicate", pa.float64()),
-    ("channel_reorder", pa.float64()),
-    ("channel_delay_rounds", pa.int64()),
-    ("channel_links", pa.string()),  # JSON {link: rates}, null when no link has its own rates
-    ("topology", pa.string()),  # topology.kind (complete: every earlier run); null: the task's own graph
-    ("results_dir", pa.string()),
-    ("experiment", pa.string()),
-    ("tags", pa.list_(pa.string())),
-]
+#: the run's configuration as runs columns, declared as every column is (`Metric`)
+CONFIG_COLUMNS: dict[str, Metric] = {
+    "task": Metric(type="string", unit="label", meaning=
+        "task name (partition key); its family is the one that claims it"),
+    "protocol": Metric(type="string", unit="label", meaning="communication substrate (partition key)"),
+    "agents": Metric(type="int64", unit="agents", meaning="N, the number of agents"),
+    "k": Metric(type="int64", unit="values per agent", meaning=
+        "K, the per-agent workload; null where the family has no such notion"),
+    "condition": Metric(type="string", unit="label", meaning="prompt or commit condition (the family's own list)"),
+    "backend": Metric(type="string", unit="label", meaning="who answered: scripted, openai or serve"),
+    "model": Metric(type="string", unit="label", meaning=
+        "the model id requests named (served name), the unit tables group by; a team run's composition"),
+    "model_preset": Metric(type="string", unit="label", meaning="the conf/model preset the run used"),
+    "temperature": Metric(type="float64", unit="-", meaning="sampling temperature as sent; null: the server's default"),
+    "top_p": Metric(type="float64", unit="-", meaning="nucleus sampling as sent; null: the server's default"),
+    "max_tokens": Metric(type="int64", unit="tokens", meaning=
+        "completion limit per call as sent; null: the server's default"),
+    "sampling_seed": Metric(type="int64", unit="seed", meaning="the sampling seed sent with each call; null: none"),
+    "sampling_vs_paper": Metric(type="string", unit="text", meaning=
+        "paper presets: as paper, as paper where known (unknown: ...), or differs: ...; null for other presets"),
+    "token_counter": Metric(type="string", unit="label", meaning=
+        "how tokens without server usage were counted: approx or hf:<file>"),
+    "token_counter_source": Metric(type="string", unit="text", meaning=
+        "requested, model preset, or fallback: <why approx>"),
+    "tokenizer_sha256": Metric(type="string", unit="hash", meaning=
+        "sha256 of the tokenizer file counted with; null for approx"),
+    "prompt_hash": Metric(type="string", unit="hash", meaning=
+        "fingerprint of every prompt text the run's agents could receive"),
+    "point_id": Metric(type="string", unit="id", meaning=
+        "the grid point without its prompt version (analysis keeps the newest prompts)"),
+    "seed": Metric(type="int64", unit="seed", meaning="instance seed: the same seed, the same instance"),
+    "max_rounds": Metric(type="int64", unit="rounds", meaning="R_max, per phase"),
+    "team_composition": Metric(type="string", unit="label", meaning=
+        "team runs: canonical member counts, e.g. 3×scripted+2×tiny_cpu; else null"),
+    "team_placement": Metric(type="string", unit="label", meaning=
+        "team runs: random, by_degree, leaves or explicit; else null"),
+    "team_strong": Metric(type="string", unit="label", meaning=
+        "team runs: the member placed first (a composition's first entry); else null"),
+    "team_members": Metric(type="string", unit="JSON", meaning=
+        "team runs: {member: {backend, preset, model, base_url, sampling}}; else null"),
+    "channel_loss": Metric(type="float64", unit="probability", meaning=
+        "unreliable channel: per-message loss; null when the channel is off (docs/channel.md)"),
+    "channel_delay": Metric(type="float64", unit="probability", meaning=
+        "unreliable channel: per-message delay; null when it is off"),
+    "channel_duplicate": Metric(type="float64", unit="probability", meaning=
+        "unreliable channel: per-message duplication; null when it is off"),
+    "channel_reorder": Metric(type="float64", unit="probability", meaning=
+        "unreliable channel: per-message reordering; null when it is off"),
+    "channel_delay_rounds": Metric(type="int64", unit="rounds", meaning=
+        "unreliable channel: how late a delayed message arrives; null when it is off"),
+    "channel_links": Metric(type="string", unit="JSON", meaning=
+        "unreliable channel: {link: rates}; null when no link has its own rates"),
+    "topology": Metric(type="string", unit="label", meaning=
+        "topology.kind (complete in every run recorded before topologies); null: the task's own graph"),
+    "results_dir": Metric(type="string", unit="path", meaning="the results directory the run was written to"),
+    "experiment": Metric(type="string", unit="label", meaning=
+        "the run's `experiment` (config), null when unset; not identity"),
+    "tags": Metric(type="list<string>", unit="labels", meaning="the run's `tags` (config); not identity"),
+}
 
 #: filing labels carried by every row of every table (not part of a run's identity)
-LABEL_COLUMNS: list[tuple[str, pa.DataType]] = [("experiment", pa.string()), ("tags", pa.list_(pa.string()))]
+LABEL_COLUMNS = ("experiment", "tags")
 
 #: metrics recorded per phase as `<name>_phase1` / `<name>_phase2` (platform/run/phase_metrics.py): phase 1
 #: is the first run of the task, phase 2 the rerun of a two-phase condition (null otherwise).
@@ -188,28 +210,35 @@ CORE_METRICS: dict[str, Metric] = {
        for p in (1, 2) for name, metric in PHASE_METRICS.items()},
 }
 
-RUN_STATUS_COLUMNS: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("status", pa.string()),  # ok | degraded | invalid | failed (docs/results.md, "Run status")
-    ("error", pa.string()),
-    ("error_class", pa.string()),  # failed runs: interrupted | task_error | config_error (platform/run/run_outcome.py)
-    ("model_error_classes", pa.string()),  # JSON {error_class: failed calls}, null when none failed
-    ("wall_s", pa.float64()),
-    ("started_at", pa.timestamp("us", tz="UTC")),
-    ("finished_at", pa.timestamp("us", tz="UTC")),
-    ("masgrid_version", pa.string()),
-    ("git_commit", pa.string()),  # HEAD of the checkout (+dirty), or unknown
-    ("python_version", pa.string()),
-    ("ray_version", pa.string()),
-    ("vllm_version", pa.string()),  # null when vLLM is not installed where the driver ran
-    ("tokenizers_version", pa.string()),  # the library that counted with token_counter hf:...
-    ("hostname", pa.string()),  # host of the run's driver
-    # true: the sweep reset the prefix cache of every engine the run calls right before it started
-    # (execution.prefix_cache=reset_per_run); false: the run found the cache as earlier calls left it;
-    # null: the run calls no model endpoint (scripted agents)
-    ("prefix_cache_reset", pa.bool_()),
-    ("config_json", pa.string()),
-]
+#: what became of the run and where it ran, declared the same way; `run_id` leads the runs table
+RUN_STATUS_COLUMNS: dict[str, Metric] = {
+    "run_id": Metric(type="string", unit="id", meaning="the run (16 hex digits of the config hash)"),
+    "status": Metric(type="string", unit="label", meaning=
+        "ok, degraded, invalid or failed (docs/results.md, \"Run status\")"),
+    "error": Metric(type="string", unit="text", meaning=
+        "why the run failed or what degraded it; null when nothing did"),
+    "error_class": Metric(type="string", unit="label", meaning=
+        "failed runs: interrupted, task_error or config_error (platform/run/run_outcome.py); else null"),
+    "model_error_classes": Metric(type="string", unit="JSON", meaning=
+        "{error_class: failed calls}; null when no call failed"),
+    "wall_s": Metric(type="float64", unit="seconds", meaning="the run's wall time"),
+    "started_at": Metric(type="timestamp", unit="UTC", meaning="when the run started"),
+    "finished_at": Metric(type="timestamp", unit="UTC", meaning="when it finished"),
+    "masgrid_version": Metric(type="string", unit="version", meaning="masgrid where the driver ran"),
+    "git_commit": Metric(type="string", unit="commit", meaning="HEAD of the checkout (+dirty), or unknown"),
+    "python_version": Metric(type="string", unit="version", meaning="Python where the driver ran"),
+    "ray_version": Metric(type="string", unit="version", meaning="Ray where the driver ran"),
+    "vllm_version": Metric(type="string", unit="version", meaning=
+        "vLLM where the driver ran; null when it is not installed there"),
+    "tokenizers_version": Metric(type="string", unit="version", meaning=
+        "the library that counted with token_counter hf:..."),
+    "hostname": Metric(type="string", unit="host", meaning="host of the run's driver"),
+    "prefix_cache_reset": Metric(type="bool", unit="boolean", meaning=
+        "true: the sweep reset the prefix cache of every engine the run calls right before it started "
+        "(execution.prefix_cache=reset_per_run); false: the run found the cache as earlier calls left it; null: the "
+        "run calls no model endpoint"),
+    "config_json": Metric(type="string", unit="JSON", meaning="the whole validated configuration"),
+}
 
 
 def _run_metrics() -> dict[str, Metric]:
@@ -218,7 +247,7 @@ def _run_metrics() -> dict[str, Metric]:
     that column's place in every runs file."""
     from masgrid.family import FamilyError
 
-    taken = {*CORE_METRICS, *(name for name, _ in CONFIG_COLUMNS), *(name for name, _ in RUN_STATUS_COLUMNS)}
+    taken = {*CORE_METRICS, *CONFIG_COLUMNS, *RUN_STATUS_COLUMNS}
     clashes = sorted(taken & {*family_metrics(), *family_columns()})
     if clashes:
         raise FamilyError(f"family columns reuse masgrid's own column names: {', '.join(clashes)}")
@@ -232,74 +261,103 @@ RUN_METRICS: dict[str, Metric] = _run_metrics()
 FAMILY_SETTING_COLUMNS: dict[str, Metric] = family_columns()
 
 
+def runs_columns() -> dict[str, Metric]:
+    """Every runs column in file order: run_id, the configuration, the families' top-level
+    options, the metrics, then what became of the run."""
+    status = dict(RUN_STATUS_COLUMNS)
+    first = {"run_id": status.pop("run_id")}
+    return {**first, **CONFIG_COLUMNS, **FAMILY_SETTING_COLUMNS, **RUN_METRICS, **status}
+
+
 def runs_schema() -> pa.Schema:
-    fields = RUN_STATUS_COLUMNS[:1] + CONFIG_COLUMNS + [(k, m.arrow_type()) for k, m in FAMILY_SETTING_COLUMNS.items()]
-    fields += [(k, m.arrow_type()) for k, m in RUN_METRICS.items()]
-    return pa.schema(fields + RUN_STATUS_COLUMNS[1:])
+    return pa.schema([(name, column.arrow_type()) for name, column in runs_columns().items()])
 
 
 #: the columns that tie an agents or events row to its run
-_RUN_KEYS: dict[str, tuple[pa.DataType, str, str]] = {
-    "run_id": (pa.string(), "id", "the run (16 hex digits of the config hash)"),
-    "task": (pa.string(), "label", "task name (partition key)"),
-    "protocol": (pa.string(), "label", "protocol name (partition key)"),
+_RUN_KEYS: dict[str, Metric] = {
+    "run_id": Metric(type="string", unit="id", meaning="the run (16 hex digits of the config hash)"),
+    "task": Metric(type="string", unit="label", meaning="task name (partition key)"),
+    "protocol": Metric(type="string", unit="label", meaning="protocol name (partition key)"),
 }
 
-#: the filing labels (LABEL_COLUMNS) as agents and events columns: unit and meaning
-_LABEL_DOCS = {"experiment": ("label", "the run's `experiment` (config), null when unset"),
-               "tags": ("labels", "the run's `tags` (config)")}
-_LABELS: dict[str, tuple[pa.DataType, str, str]] = {name: (t, *_LABEL_DOCS[name]) for name, t in LABEL_COLUMNS}
+#: the filing labels (LABEL_COLUMNS) as agents and events columns
+_LABELS: dict[str, Metric] = {
+    "experiment": Metric(type="string", unit="label", meaning="the run's `experiment` (config), null when unset"),
+    "tags": Metric(type="list<string>", unit="labels", meaning="the run's `tags` (config)"),
+}
 
-#: agents columns: name -> (type, unit, meaning); docs/results.md is generated from it
-AGENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
+#: agents columns, declared as every column is (`Metric`: type, unit, meaning); docs/results.md is
+#: generated from them
+AGENT_COLUMNS: dict[str, Metric] = {
     **_RUN_KEYS,
-    "agent": (pa.int64(), "agent id", "agent id, 0 .. agents-1"),
-    "submission": (pa.string(), "JSON", "the agent's final-phase answer as JSON, null if it submitted none"),
-    "expected": (pa.string(), "JSON", "the answer the task expected from this agent, as JSON"),
-    "correct": (pa.bool_(), "boolean", "submission equals expected; null when the task has no answer key"),
-    "partial": (pa.float64(), "fraction in [0, 1]", "the task's partial credit for this agent's answer"),
-    "submitted_phase1": (pa.string(), "JSON", "the phase-1 answer as JSON (two-phase conditions only, else null)"),
-    "correct_phase1": (pa.bool_(), "boolean", "the phase-1 answer equals expected (two-phase conditions only, "
-                                              "else null): with `correct`, what the rerun fixed or broke"),
-    "rounds": (pa.int64(), "rounds (model calls)", "rounds in which this agent was called, all phases (a retry is not a round)"),
-    "tokens_in": (pa.int64(), "tokens", "prompt tokens of this agent's model calls, retries included"),
-    "tokens_out": (pa.int64(), "tokens", "completion tokens of this agent's model calls, retries included"),
-    "tokens_cached": (pa.int64(), "tokens", "prompt tokens of this agent's calls the server took from its prefix "
-                                            "cache; null when no call of it reported any"),
-    "tokens_comm": (pa.int64(), "tokens", "tokens of this agent's communication commands and their replies "
-                    "(asynchronous schedule: its message tool calls and their results, and the messages delivered to it)"),
-    "messages_sent": (pa.int64(), "messages", "messages this agent sent (a broadcast counts once; kv writes count)"),
-    "messages_received": (pa.int64(), "messages", "messages this agent received through receive commands"),
-    "deliveries": (pa.int64(), "messages", "messages of this agent that reached a receiver (a broadcast: one per receiver; with strict rounds, a receiver still active at the round boundary)"),
-    "files_read_others": (pa.int64(), "reads", "reads of files other agents wrote (SFS, kv)"),
-    "model_errors": (pa.int64(), "calls", "this agent's model calls that failed after retries"),
-    "queue_s": (pa.float64(), "seconds", "time this agent's model calls waited for their endpoint's shared "
-                                         "connection limit (model.max_connections), summed"),
-    "command_errors": (pa.int64(), "commands", "this agent's commands answered with an error or 'Unknown command'"),
-    "stacked_blocks": (pa.int64(), "blocks", "this agent's fenced blocks that broke one command per block "
-                                             "(see the run metric)"),
-    "fallbacks": (pa.int64(), "replies", "replies that failed the protocol's format check and got one retry"),
-    "failed_parses": (pa.int64(), "replies", "retries that failed the format check as well"),
-    "model_calls": (pa.int64(), "calls", "this agent's model calls, retries included"),
-    "calls_from_cache": (pa.int64(), "calls", "this agent's model calls answered from the response cache "
-                                              "(model.cache)"),
-    "tokens_in_from_cache": (pa.int64(), "tokens", "prompt tokens of those calls (part of tokens_in)"),
-    "tokens_out_from_cache": (pa.int64(), "tokens", "completion tokens of those calls (part of tokens_out)"),
-    "stopped": (pa.string(), "text", "why the agent was no longer called (phase, round and a final server refusal), "
-                                     "else null"),
-    "degree": (pa.int64(), "neighbours", "agents this agent can message directly in the run's communication graph "
-                                         "(agents - 1 on the complete graph)"),
-    "system_prompt": (pa.string(), "text", "phase-1 system message (every phase's is in events, kind prompt)"),
-    "model": (pa.string(), "label", "the model id this agent's requests named (served name); the run's, or its "
-                                    "team member's"),
-    "model_preset": (pa.string(), "label", "the run's preset name (`model.name`), or in a team run the agent's "
-                                           "member as the team names it (a conf/model preset or a team.presets alias)"),
-    "backend": (pa.string(), "label", "backend of this agent's calls: scripted, openai or serve (a team's "
-                                      "scripted members: scripted)"),
+    "agent": Metric(type="int64", unit="agent id", meaning="agent id, 0 .. agents-1"),
+    "submission": Metric(type="string", unit="JSON", meaning=
+        "the agent's final-phase answer as JSON, null if it submitted none"),
+    "expected": Metric(type="string", unit="JSON", meaning="the answer the task expected from this agent, as JSON"),
+    "correct": Metric(type="bool", unit="boolean", meaning=
+        "submission equals expected; null when the task has no answer key"),
+    "partial": Metric(type="float64", unit="fraction in [0, 1]", meaning=
+        "the task's partial credit for this agent's answer"),
+    "submitted_phase1": Metric(type="string", unit="JSON", meaning=
+        "the phase-1 answer as JSON (two-phase conditions only, else null)"),
+    "correct_phase1": Metric(type="bool", unit="boolean", meaning=
+        "the phase-1 answer equals expected (two-phase conditions only, else null): with `correct`, what the rerun "
+        "fixed or broke"),
+    "rounds": Metric(type="int64", unit="rounds (model calls)", meaning=
+        "rounds in which this agent was called, all phases (a retry is not a round)"),
+    "tokens_in": Metric(type="int64", unit="tokens", meaning=
+        "prompt tokens of this agent's model calls, retries included"),
+    "tokens_out": Metric(type="int64", unit="tokens", meaning=
+        "completion tokens of this agent's model calls, retries included"),
+    "tokens_cached": Metric(type="int64", unit="tokens", meaning=
+        "prompt tokens of this agent's calls the server took from its prefix cache; null when no call of it reported "
+        "any"),
+    "tokens_comm": Metric(type="int64", unit="tokens", meaning=
+        "tokens of this agent's communication commands and their replies (asynchronous schedule: its message tool "
+        "calls and their results, and the messages delivered to it)"),
+    "messages_sent": Metric(type="int64", unit="messages", meaning=
+        "messages this agent sent (a broadcast counts once; kv writes count)"),
+    "messages_received": Metric(type="int64", unit="messages", meaning=
+        "messages this agent received through receive commands"),
+    "deliveries": Metric(type="int64", unit="messages", meaning=
+        "messages of this agent that reached a receiver (a broadcast: one per receiver; with strict rounds, a "
+        "receiver still active at the round boundary)"),
+    "files_read_others": Metric(type="int64", unit="reads", meaning="reads of files other agents wrote (SFS, kv)"),
+    "model_errors": Metric(type="int64", unit="calls", meaning="this agent's model calls that failed after retries"),
+    "queue_s": Metric(type="float64", unit="seconds", meaning=
+        "time this agent's model calls waited for their endpoint's shared connection limit (model.max_connections), "
+        "summed"),
+    "command_errors": Metric(type="int64", unit="commands", meaning=
+        "this agent's commands answered with an error or 'Unknown command'"),
+    "stacked_blocks": Metric(type="int64", unit="blocks", meaning=
+        "this agent's fenced blocks that broke one command per block (see the run metric)"),
+    "fallbacks": Metric(type="int64", unit="replies", meaning=
+        "replies that failed the protocol's format check and got one retry"),
+    "failed_parses": Metric(type="int64", unit="replies", meaning="retries that failed the format check as well"),
+    "model_calls": Metric(type="int64", unit="calls", meaning="this agent's model calls, retries included"),
+    "calls_from_cache": Metric(type="int64", unit="calls", meaning=
+        "this agent's model calls answered from the response cache (model.cache)"),
+    "tokens_in_from_cache": Metric(type="int64", unit="tokens", meaning=
+        "prompt tokens of those calls (part of tokens_in)"),
+    "tokens_out_from_cache": Metric(type="int64", unit="tokens", meaning=
+        "completion tokens of those calls (part of tokens_out)"),
+    "stopped": Metric(type="string", unit="text", meaning=
+        "why the agent was no longer called (phase, round and a final server refusal), else null"),
+    "degree": Metric(type="int64", unit="neighbours", meaning=
+        "agents this agent can message directly in the run's communication graph (agents - 1 on the complete graph)"),
+    "system_prompt": Metric(type="string", unit="text", meaning=
+        "phase-1 system message (every phase's is in events, kind prompt)"),
+    "model": Metric(type="string", unit="label", meaning=
+        "the model id this agent's requests named (served name); the run's, or its team member's"),
+    "model_preset": Metric(type="string", unit="label", meaning=
+        "the run's preset name (`model.name`), or in a team run the agent's member as the team names it (a conf/model"
+        " preset or a team.presets alias)"),
+    "backend": Metric(type="string", unit="label", meaning=
+        "backend of this agent's calls: scripted, openai or serve (a team's scripted members: scripted)"),
     **_LABELS,
 }
 
-AGENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in AGENT_COLUMNS.items()])
+AGENTS_SCHEMA = pa.schema([(name, column.arrow_type()) for name, column in AGENT_COLUMNS.items()])
 
 #: events kinds -> meaning. Rows with a `role` are the chat messages of the agents' histories.
 EVENT_KINDS: dict[str, str] = {
@@ -323,83 +381,104 @@ EVENT_KINDS: dict[str, str] = {
                     "`agent` null): the prompt in `text`, the reply in `reply`, its tokens, latency and error",
 }
 
-#: events columns: name -> (type, unit, meaning)
-EVENT_COLUMNS: dict[str, tuple[pa.DataType, str, str]] = {
+#: events columns, declared the same way
+EVENT_COLUMNS: dict[str, Metric] = {
     **_RUN_KEYS,
-    "seq": (pa.int64(), "position", "order of the event within the run, from 0; history order within an agent's phase"),
-    "phase": (pa.int64(), "phase", "phase, from 1 (2: the rerun of a two-phase condition)"),
-    "round": (pa.int64(), "round", "round within the phase, from 1 (prompt events: 0)"),
-    "agent": (pa.int64(), "agent id", "the agent the event belongs to; null for a scoring_call (see `actor`)"),
-    "actor": (pa.string(), "label", "scoring_call: who made the call (resolver); null: the agent in `agent`"),
-    "kind": (pa.string(), "label", "what happened: " + ", ".join(EVENT_KINDS)),
-    "verb": (pa.string(), "label", "command verb (command), stacked (harness), deliver (delivery), invalid_reply (model_call), "
-                                   "retry (observation: the format check's message), else null"),
-    "text": (pa.string(), "text", "model output (model_call), the command (its lines of the block; command), the message (prompt, "
-                                  "observation without source)"),
-    "reply": (pa.string(), "text", "what the environment answered the agent (command, harness, delivery); "
-                                   "invalid_reply: the format check's message"),
-    "text_chars": (pa.int64(), "characters", "length of the original `text` when it was longer than "
-                                             "execution.max_recorded_chars and `text` holds only its start; "
-                                             "null: `text` is whole"),
-    "text_sha256": (pa.string(), "hex digest", "sha256 of the original `text` (UTF-8) when it was capped, else null"),
-    "reply_chars": (pa.int64(), "characters", "length of the original `reply` when it was capped (as "
-                                              "`text_chars`); null: `reply` is whole"),
-    "reply_sha256": (pa.string(), "hex digest", "sha256 of the original `reply` (UTF-8) when it was capped, else null"),
-    "role": (pa.string(), "label", "chat role of the message this event added to the agent's history (system, "
-                                   "user, assistant); null: the event added none"),
-    "source": (pa.int64(), "seq", "observation: seq of the event whose reply is the message; null when `text` "
-                                  "holds it; asynchronous schedule, tool_result and delivery: the event's own seq (its `reply` "
-                                  "is the history message)"),
-    "ok": (pa.bool_(), "boolean", "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
-    "error": (pa.string(), "text", "model_call: why the call failed after its retries (the server's message)"),
-    "error_class": (pa.string(), "label", "model_call: class of a failed call (actors/backends/errors.py)"),
-    "http_status": (pa.int64(), "HTTP status", "model_call: HTTP status of a failed call, when there was one"),
-    "finish_reason": (pa.string(), "label", "model_call: why the model stopped, as the server said (stop, length, "
-                                           "tool_calls; content_filter: the provider's filter cut the reply short); "
-                                           "null: a failed call, or the server said nothing"),
-    "tokens_in": (pa.int64(), "tokens", "model_call: prompt tokens (0 on other events)"),
-    "tokens_out": (pa.int64(), "tokens", "model_call: completion tokens (0 on other events)"),
-    "tokens_cached": (pa.int64(), "tokens", "model_call: prompt tokens the server took from its prefix cache "
-                                            "(usage.prompt_tokens_details.cached_tokens); null: not reported"),
-    "tokens_comm": (pa.int64(), "tokens", "command: communication tokens of block and reply (appendix C); asynchronous schedule "
-                    "action and tool_result of a send_message, delivery: tokens of the call, its result, the delivered "
-                    "message; 0 on other events"),
-    "usage_source": (pa.string(), "label", "model_call: where the token counts come from: server (usage fields), "
-                                           "estimate (counted here: no usage), invalid (counted here: usage was "
-                                           "not a count), none (failed call)"),
-    "latency_s": (pa.float64(), "seconds", "model_call: wall time of the call, client retries and their backoff "
-                                           "included, waiting for the endpoint's shared limit (queue_s) not"),
-    "call_started": (pa.timestamp("us", tz="UTC"), "UTC time", "model_call: when the request went out"),
-    "attempts": (pa.int64(), "requests", "model_call: HTTP requests the call made (1 + client retries; 0 when "
-                                         "from_cache)"),
-    "queue_s": (pa.float64(), "seconds", "model_call: time the call waited for its endpoint's shared connection "
-                                         "limit (model.max_connections), all attempts; left out of latency_s"),
-    "from_cache": (pa.bool_(), "boolean", "model_call, scoring_call: the answer came from the response cache "
-                                          "(model.cache), no request was sent; its tokens, latency_s and "
-                                          "finish_reason are those of the original call. Null on other events "
-                                          "and in results recorded before the cache existed"),
-    "messages_sent": (pa.int64(), "messages", "command: messages it sent (0 on other events)"),
-    "peers": (pa.list_(pa.int64()), "agent ids", "send: receivers; receive: senders (one per message); "
-                                                 "read_file: writer"),
-    "channel_to": (pa.list_(pa.int64()), "agent ids", "a send through the unreliable channel (docs/channel.md): "
-                   "one entry per channel message, its recipient (-1: the kv store); null without a channel"),
-    "channel_outcome": (pa.list_(pa.string()), "labels", "what the channel did to each message of `channel_to`: "
-                        "delivered, lost, or delayed / duplicated / reordered joined by '+'; null without a channel"),
-    "channel_round": (pa.list_(pa.int64()), "round", "per message of `channel_to`: the round it becomes readable "
-                      "(its first copy); null when lost or, on the asynchronous schedule, not known when sent"),
-    "time": (pa.timestamp("us", tz="UTC"), "UTC time", "when the driver recorded the event"),
-    "tool": (pa.string(), "label", "action, tool_result, message (asynchronous schedule): the tool called, else null"),
-    "tool_calls": (pa.string(), "JSON", "model_call of a reply with tool calls: {\"content_chars\": length of the "
-                                        "reply text the history message holds (the start of `text`), \"calls\": the "
-                                        "OpenAI tool_calls list as it entered the history (id, name, arguments)}, or "
-                                        "\"capped\": true instead of calls when longer than execution.max_recorded_"
-                                        "chars; null otherwise"),
-    "tool_call_id": (pa.string(), "label", "tool_result: the id of the call it answers (the history's tool "
-                                           "message carries it); null otherwise"),
-    "t": (pa.float64(), "seconds since the Unix epoch", "asynchronous schedule, every event: wall-clock "
-                                                       "time it happened (model_call: when the call was made; prompt: "
-                                                       "when recorded); null for the other schedules"),
+    "seq": Metric(type="int64", unit="position", meaning=
+        "order of the event within the run, from 0; history order within an agent's phase"),
+    "phase": Metric(type="int64", unit="phase", meaning="phase, from 1 (2: the rerun of a two-phase condition)"),
+    "round": Metric(type="int64", unit="round", meaning="round within the phase, from 1 (prompt events: 0)"),
+    "agent": Metric(type="int64", unit="agent id", meaning=
+        "the agent the event belongs to; null for a scoring_call (see `actor`)"),
+    "actor": Metric(type="string", unit="label", meaning=
+        "scoring_call: who made the call (resolver); null: the agent in `agent`"),
+    "kind": Metric(type="string", unit="label", meaning=
+        "what happened: prompt, observation, model_call, command, harness, delivery, action, tool_result, message, "
+        "plan, finish, scoring_call"),
+    "verb": Metric(type="string", unit="label", meaning=
+        "command verb (command), stacked (harness), deliver (delivery), invalid_reply (model_call), retry "
+        "(observation: the format check's message), else null"),
+    "text": Metric(type="string", unit="text", meaning=
+        "model output (model_call), the command (its lines of the block; command), the message (prompt, observation "
+        "without source)"),
+    "reply": Metric(type="string", unit="text", meaning=
+        "what the environment answered the agent (command, harness, delivery); invalid_reply: the format check's "
+        "message"),
+    "text_chars": Metric(type="int64", unit="characters", meaning=
+        "length of the original `text` when it was longer than execution.max_recorded_chars and `text` holds only its"
+        " start; null: `text` is whole"),
+    "text_sha256": Metric(type="string", unit="hex digest", meaning=
+        "sha256 of the original `text` (UTF-8) when it was capped, else null"),
+    "reply_chars": Metric(type="int64", unit="characters", meaning=
+        "length of the original `reply` when it was capped (as `text_chars`); null: `reply` is whole"),
+    "reply_sha256": Metric(type="string", unit="hex digest", meaning=
+        "sha256 of the original `reply` (UTF-8) when it was capped, else null"),
+    "role": Metric(type="string", unit="label", meaning=
+        "chat role of the message this event added to the agent's history (system, user, assistant); null: the event "
+        "added none"),
+    "source": Metric(type="int64", unit="seq", meaning=
+        "observation: seq of the event whose reply is the message; null when `text` holds it; asynchronous schedule, "
+        "tool_result and delivery: the event's own seq (its `reply` is the history message)"),
+    "ok": Metric(type="bool", unit="boolean", meaning=
+        "model_call: the call succeeded; command: it was not an error; prompt, observation: true"),
+    "error": Metric(type="string", unit="text", meaning=
+        "model_call: why the call failed after its retries (the server's message)"),
+    "error_class": Metric(type="string", unit="label", meaning=
+        "model_call: class of a failed call (actors/backends/errors.py)"),
+    "http_status": Metric(type="int64", unit="HTTP status", meaning=
+        "model_call: HTTP status of a failed call, when there was one"),
+    "finish_reason": Metric(type="string", unit="label", meaning=
+        "model_call: why the model stopped, as the server said (stop, length, tool_calls; content_filter: the "
+        "provider's filter cut the reply short); null: a failed call, or the server said nothing"),
+    "tokens_in": Metric(type="int64", unit="tokens", meaning="model_call: prompt tokens (0 on other events)"),
+    "tokens_out": Metric(type="int64", unit="tokens", meaning="model_call: completion tokens (0 on other events)"),
+    "tokens_cached": Metric(type="int64", unit="tokens", meaning=
+        "model_call: prompt tokens the server took from its prefix cache (usage.prompt_tokens_details.cached_tokens);"
+        " null: not reported"),
+    "tokens_comm": Metric(type="int64", unit="tokens", meaning=
+        "command: communication tokens of block and reply (appendix C); asynchronous schedule action and tool_result "
+        "of a send_message, delivery: tokens of the call, its result, the delivered message; 0 on other events"),
+    "usage_source": Metric(type="string", unit="label", meaning=
+        "model_call: where the token counts come from: server (usage fields), estimate (counted here: no usage), "
+        "invalid (counted here: usage was not a count), none (failed call)"),
+    "latency_s": Metric(type="float64", unit="seconds", meaning=
+        "model_call: wall time of the call, client retries and their backoff included, waiting for the endpoint's "
+        "shared limit (queue_s) not"),
+    "call_started": Metric(type="timestamp", unit="UTC time", meaning="model_call: when the request went out"),
+    "attempts": Metric(type="int64", unit="requests", meaning=
+        "model_call: HTTP requests the call made (1 + client retries; 0 when from_cache)"),
+    "queue_s": Metric(type="float64", unit="seconds", meaning=
+        "model_call: time the call waited for its endpoint's shared connection limit (model.max_connections), all "
+        "attempts; left out of latency_s"),
+    "from_cache": Metric(type="bool", unit="boolean", meaning=
+        "model_call, scoring_call: the answer came from the response cache (model.cache), no request was sent; its "
+        "tokens, latency_s and finish_reason are those of the original call. Null on other events and in results "
+        "recorded before the cache existed"),
+    "messages_sent": Metric(type="int64", unit="messages", meaning="command: messages it sent (0 on other events)"),
+    "peers": Metric(type="list<int64>", unit="agent ids", meaning=
+        "send: receivers; receive: senders (one per message); read_file: writer"),
+    "channel_to": Metric(type="list<int64>", unit="agent ids", meaning=
+        "a send through the unreliable channel (docs/channel.md): one entry per channel message, its recipient (-1: "
+        "the kv store); null without a channel"),
+    "channel_outcome": Metric(type="list<string>", unit="labels", meaning=
+        "what the channel did to each message of `channel_to`: delivered, lost, or delayed / duplicated / reordered "
+        "joined by '+'; null without a channel"),
+    "channel_round": Metric(type="list<int64>", unit="round", meaning=
+        "per message of `channel_to`: the round it becomes readable (its first copy); null when lost or, on the "
+        "asynchronous schedule, not known when sent"),
+    "time": Metric(type="timestamp", unit="UTC time", meaning="when the driver recorded the event"),
+    "tool": Metric(type="string", unit="label", meaning=
+        "action, tool_result, message (asynchronous schedule): the tool called, else null"),
+    "tool_calls": Metric(type="string", unit="JSON", meaning=
+        "model_call of a reply with tool calls: {\"content_chars\": length of the reply text the history message holds "
+        "(the start of `text`), \"calls\": the OpenAI tool_calls list as it entered the history (id, name, arguments)},"
+        " or \"capped\": true instead of calls when longer than execution.max_recorded_chars; null otherwise"),
+    "tool_call_id": Metric(type="string", unit="label", meaning=
+        "tool_result: the id of the call it answers (the history's tool message carries it); null otherwise"),
+    "t": Metric(type="float64", unit="seconds since the Unix epoch", meaning=
+        "asynchronous schedule, every event: wall-clock time it happened (model_call: when the call was made; prompt:"
+        " when recorded); null for the other schedules"),
     **_LABELS,
 }
 
-EVENTS_SCHEMA = pa.schema([(name, t) for name, (t, _, _) in EVENT_COLUMNS.items()])
+EVENTS_SCHEMA = pa.schema([(name, column.arrow_type()) for name, column in EVENT_COLUMNS.items()])
