@@ -59,3 +59,26 @@ def test_a_bad_group_choice_is_reported_per_job_but_composed_once():
         with pytest.raises(MissingConfigException):
             composer.compose(job, i)
     assert len(composer._failed) == 1
+
+
+@pytest.mark.parametrize("given, want", [
+    ("mode=desc", "masbench.mode=desc"),  # a family's top-level option goes to its block
+    ("graph=ws,ba", "agentsnet.graph=ws,ba"),  # sweeps too
+    ("masbench.mode=asc", "masbench.mode=asc"),  # already in its block
+    ("model.max_connections=4", "++model.max_connections=4"),  # any model field, listed by the preset or not
+    ("model.nonsense=4", "model.nonsense=4"),  # not a field: Hydra's own refusal names it
+    ("agents=3", "agents=3"), ("+foo.mode=1", "+foo.mode=1"), ("mode", "mode"),
+])
+def test_overrides_are_rewritten_as_hydra_needs_them(given, want):
+    from masgrid._private.platform.sweeps.compose import hydra_override
+
+    assert hydra_override(given) == want
+
+
+def test_a_sweep_files_top_level_key_and_the_command_lines_compose_alike():
+    from masgrid._private.platform.sweeps.sweep import split_job_config
+
+    for line in (["task=sorting", "mode=asc,desc", "agents=2"], ["task=sorting", "masbench.mode=asc,desc", "agents=2"]):
+        composer, jobs = multirun_jobs(line)
+        cfgs = [split_job_config(composer.compose(job, i)[1])[0] for i, job in enumerate(jobs)]
+        assert [c.masbench.mode for c in cfgs] == ["asc", "desc"]

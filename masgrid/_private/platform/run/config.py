@@ -196,7 +196,7 @@ class _RunConfigBase(BaseModel):
     _counter: CounterChoice | None = PrivateAttr(None)
     #: the resolved team (members' settings, each agent's member), None without one
     _team: Team | None = PrivateAttr(None)
-    #: set by the sweep (ray_runs._run_many) once it has reset the prefix cache of every engine
+    #: set by the sweep (sweep_execution.py) once it has reset the prefix cache of every engine
     #: the run calls, right before starting it (execution.prefix_cache=reset_per_run)
     _prefix_cache_reset: bool = PrivateAttr(False)
 
