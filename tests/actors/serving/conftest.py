@@ -17,8 +17,10 @@ def compose_run(overrides: list[str]) -> RunConfig:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=overrides)
+    from masgrid._private.platform.sweeps.compose import hydra_override
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # `mode=...` as masgrid run reads it
+        cfg = compose(config_name="config", overrides=[hydra_override(o) for o in overrides])
     from masgrid._private.platform.sweeps.sweep import split_job_config
 
     run_cfg, _ = split_job_config(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
