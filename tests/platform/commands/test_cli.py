@@ -42,6 +42,15 @@ def test_score_accepts_agent_keyed_answers_and_reports_invalid_ones(tmp_path):
     assert "expected exactly 2 integers" in score["invalid_answers"]["1"]
 
 
+def test_instance_takes_a_familys_top_level_key_either_way_and_another_familys_as_masgrid_run_does():
+    plain, dotted = cli("instance", "sorting", "agents=2", "mode=desc"), cli("instance", "sorting", "agents=2",
+                                                                             "masbench.mode=desc")
+    assert plain.returncode == dotted.returncode == 0 and plain.stdout == dotted.stdout
+    assert json.loads(plain.stdout)["params"]["mode"] == "desc"
+    silo = cli("instance", "silo/I-01", "agents=2", "mode=desc")  # MAS-Bench's key, which SILO ignores
+    assert silo.returncode == 0 and silo.stdout == cli("instance", "silo/I-01", "agents=2").stdout
+
+
 def test_instance_errors_are_clear():
     out = cli("instance", "sorting", "mode=sideways")
     assert out.returncode == 2 and "mode" in out.stderr

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from masgrid._private.envs.tasks import Instance, Score, Task, get_task
+from masgrid.family import top_level_keys
 from masgrid._private.platform.run.config import RunConfig, format_validation_error
 
 #: keys `masgrid instance` takes besides the family's own options (e.g. AgentsNet's rounds)
@@ -78,7 +79,7 @@ def instance_config(task: Task, overrides: dict[str, Any]) -> RunConfig:
     unknown = []
     for key, value in overrides.items():
         bare = key.removeprefix(f"{task.family}.")
-        if key in INSTANCE_KEYS:
+        if key in INSTANCE_KEYS or key in top_level_keys():  # `mode=...`: RunConfig puts it in its family's block
             mapping[key] = value
         elif key.startswith("topology."):
             topology[key.removeprefix("topology.")] = value
@@ -87,7 +88,7 @@ def instance_config(task: Task, overrides: dict[str, Any]) -> RunConfig:
         else:
             unknown.append(key)
     if unknown:
-        takes = ", ".join([*INSTANCE_KEYS, *family_keys, "topology.*"])
+        takes = ", ".join(dict.fromkeys([*INSTANCE_KEYS, *family_keys, *top_level_keys(), "topology.*"]))
         raise InputError(f"unknown key(s) {', '.join(map(repr, unknown))}; {task.name} takes {takes}")
     if options:
         mapping[task.family] = options
