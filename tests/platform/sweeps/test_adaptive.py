@@ -176,6 +176,13 @@ def test_invalid_settings_are_one_line_before_anything_runs(tmp_path, adaptive, 
     assert not (tmp_path / "r").exists()
 
 
+def test_compare_names_a_familys_top_level_key_either_way(tmp_path):
+    cfgs = masgrid.grid([f"results_dir={tmp_path}", "task=sorting", "agents=2"], mode=["asc", "desc"])
+    for axis in ("mode", "masbench.mode"):
+        cells = build_cells(cfgs, AdaptiveSettings(compare=axis))
+        assert len(cells) == 2 and {c.value for c in cells} == {"asc", "desc"} and cells[0].pair is cells[1]
+
+
 def test_grids_the_rules_cannot_take_are_refused(tmp_path):
     rd = f"results_dir={tmp_path}"
     cases = [
