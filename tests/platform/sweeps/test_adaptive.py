@@ -181,6 +181,7 @@ def test_compare_names_a_familys_top_level_key_either_way(tmp_path):
     for axis in ("mode", "masbench.mode"):
         cells = build_cells(cfgs, AdaptiveSettings(compare=axis))
         assert len(cells) == 2 and {c.value for c in cells} == {"asc", "desc"} and cells[0].pair is cells[1]
+        assert {c.label for c in cells} == {"mode=asc", "mode=desc"}  # labelled as users write the key
 
 
 def test_grids_the_rules_cannot_take_are_refused(tmp_path):
