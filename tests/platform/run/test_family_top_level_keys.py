@@ -68,3 +68,13 @@ def test_the_runs_columns_keep_their_names_and_values():
     coloring = RunConfig.from_mapping({"task": "agentsnet/coloring", "graph": "dt", "agents": 8}).columns()
     assert sorting["mode"] == "near_desc" and sorting["graph"] is None
     assert coloring["graph"] == "dt"
+
+
+def test_a_block_given_as_an_options_object_takes_the_top_level_key_too():
+    from masgrid.families.masbench.options import MasBenchOptions
+
+    cfg = RunConfig.from_mapping({"task": "sorting", "mode": "desc", "masbench": MasBenchOptions()})
+    assert cfg.masbench.mode == "desc"  # not dropped; the object's default would have been random
+    with pytest.raises(ConfigError, match="set it once"):
+        RunConfig.from_mapping({"task": "sorting", "mode": "desc", "masbench": MasBenchOptions(mode="asc")})
+

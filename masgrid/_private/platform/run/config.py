@@ -212,11 +212,13 @@ class _RunConfigBase(BaseModel):
             return data
         data = dict(data)
         for key, family in owners.items():
-            value = data.pop(key)
             block = data.get(family.name)
+            if isinstance(block, BaseModel):  # an options object, e.g. built in Python
+                block = block.model_dump(exclude_unset=True)  # its defaults are filled in again
             block = dict(block) if isinstance(block, Mapping) else {} if block is None else block
             if not isinstance(block, dict):
-                continue  # the block's own validation names what is wrong with it
+                continue  # left as given: the block's own validation and extra="forbid" name both
+            value = data.pop(key)
             if key in block and block[key] != value:
                 raise ValueError(f"{key}: given as {key}={value!r} and as {family.name}.{key}={block[key]!r}; "
                                  f"set it once")
