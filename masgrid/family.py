@@ -265,10 +265,24 @@ def top_level_keys() -> dict[str, Family]:
     return {key: family for family in families().values() for key in family.top_level}
 
 
+def block_key(key: str) -> str:
+    """A family's top-level key as its block holds it (`mode` -> `masbench.mode`); any other
+    key unchanged."""
+    owner = top_level_keys().get(key)
+    return f"{owner.name}.{key}" if owner is not None else key
+
+
+def top_level_name(key: str) -> str:
+    """A block key as users may write it (`masbench.mode` -> `mode`); any other key unchanged."""
+    family, dot, name = key.partition(".")
+    owner = top_level_keys().get(name) if dot else None
+    return name if owner is not None and owner.name == family else key
+
+
 def family_columns() -> dict[str, Metric]:
     """Every family's top-level option columns (`Family.top_level`), in family order."""
     return {key: column for family in families().values() for key, column in family.top_level.items()}
 
 
 __all__ = ["ENTRY_POINT_GROUP", "CliCommand", "Family", "FamilyError", "Metric", "families", "family_columns",
-           "family_metrics", "family_of", "get_family", "resolve", "top_level_keys", "default_task"]
+           "family_metrics", "family_of", "get_family", "resolve", "top_level_keys", "default_task", "block_key", "top_level_name"]

@@ -78,3 +78,11 @@ def test_a_block_given_as_an_options_object_takes_the_top_level_key_too():
     with pytest.raises(ConfigError, match="set it once"):
         RunConfig.from_mapping({"task": "sorting", "mode": "desc", "masbench": MasBenchOptions(mode="asc")})
 
+
+def test_the_two_spellings_map_onto_each_other():
+    from masgrid.family import block_key, top_level_name
+
+    assert [block_key(k) for k in ("mode", "graph", "agents", "simas.rounds")] == \
+        ["masbench.mode", "agentsnet.graph", "agents", "simas.rounds"]
+    assert [top_level_name(k) for k in ("masbench.mode", "agentsnet.graph", "simas.mode", "mode", "agents")] == \
+        ["mode", "graph", "simas.mode", "mode", "agents"]

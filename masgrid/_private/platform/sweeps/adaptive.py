@@ -27,7 +27,7 @@ from masgrid._private.analysis.cells import CELLS_DIR, CELLS_SCHEMA, read_cells
 from masgrid._private.platform.run.config import ConfigError, RunConfig
 from masgrid._private.platform.sweeps.grid_cells import cell_key, cell_labels, flat as _flat
 from masgrid._private.platform.run.run_outcome import USABLE
-from masgrid.family import top_level_keys
+from masgrid.family import block_key
 from masgrid._private.platform.sweeps.stopping import AdaptiveSettings, discordant, interval, looks, width_decision
 
 if TYPE_CHECKING:
@@ -83,8 +83,7 @@ def build_cells(cfgs: Sequence[RunConfig], settings: AdaptiveSettings) -> list[C
 
 def _pair(order: list[tuple[str, str]], cells: dict[tuple[str, str], Cell], flats: dict[tuple[str, str], dict[str, Any]],
           axis: str) -> None:
-    owner = top_level_keys().get(axis)  # `compare=mode` is its family's block key, as everywhere else
-    axis = f"{owner.name}.{axis}" if owner is not None else axis
+    axis = block_key(axis)  # `compare=mode` is its family's block key, as everywhere else
     if any(axis not in f for f in flats.values()):
         raise ConfigError(f"sweep.adaptive.compare: {axis} is not a configuration key")
     values = list(dict.fromkeys(str(flats[i][axis]) for i in order))

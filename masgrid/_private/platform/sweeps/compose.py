@@ -47,7 +47,7 @@ def hydra_override(override: str) -> str:
       family's block, where Hydra's config has it.
     """
     from masgrid._private.actors.backends.base import BackendSettings
-    from masgrid.family import top_level_keys
+    from masgrid.family import block_key
 
     key, eq, value = override.partition("=")
     if not eq:
@@ -55,8 +55,7 @@ def hydra_override(override: str) -> str:
     head, dot, field = key.partition(".")
     if dot and head == "model" and field in BackendSettings.model_fields:
         return "++" + override
-    owner = top_level_keys().get(key) if not dot else None
-    return f"{owner.name}.{key}={value}" if owner is not None else override
+    return f"{block_key(key)}={value}" if not dot else override
 
 
 def compose_job(overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from masgrid._private.platform.run.config import RunConfig
-from masgrid.family import top_level_keys
+from masgrid.family import top_level_name
 
 
 def cell_key(cfg: RunConfig) -> str:
@@ -31,8 +31,7 @@ def cell_labels(flats: Mapping[Any, dict[str, Any]]) -> dict[Any, str]:
     where it is present."""
     varying = sorted({k for f in flats.values() for k, v in f.items()
                       if any(other.get(k) != v for other in flats.values())})
-    short = {f"{family.name}.{key}": key for key, family in top_level_keys().items()}  # `mode`, as users write it
-    return {ident: " ".join(f"{short.get(k, k)}={point[k]}" for k in varying if k in point) or "(the only cell)"
+    return {ident: " ".join(f"{top_level_name(k)}={point[k]}" for k in varying if k in point) or "(the only cell)"
             for ident, point in flats.items()}
 
 

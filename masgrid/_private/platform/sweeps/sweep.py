@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from masgrid.family import top_level_keys
+from masgrid.family import top_level_name
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.sweeps.admission import AUTO_CEILING, FIXED_DEFAULT
 from masgrid._private.platform.sweeps.budget import BudgetSettings
@@ -409,8 +409,7 @@ def collapsed_keys(cfgs: Sequence[RunConfig], settings: Sequence[SweepSettings] 
             keys |= _differing(ref.model_dump(mode="json"), cfg.model_dump(mode="json"))
     for other in settings[1:]:
         keys |= {f"{SWEEP_KEY}.{k}" for k in _differing(settings[0].model_dump(), other.model_dump())}
-    short = {f"{family.name}.{key}": key for key, family in top_level_keys().items()}  # as users write them
-    return sorted(short.get(key, key) for key in keys)
+    return sorted(top_level_name(key) for key in keys)  # `mode`, as users write it
 
 
 def _differing(a: Any, b: Any, prefix: str = "") -> set[str]:
