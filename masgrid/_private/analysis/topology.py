@@ -18,6 +18,7 @@ import pandas as pd
 
 from masgrid._private.analysis.dispersion import wilson
 from masgrid._private.analysis.markdown import write_table
+from masgrid._private.envs.tasks import get_task
 from masgrid._private.envs.topology import KINDS
 from masgrid.family import family_of
 
@@ -35,12 +36,23 @@ def graph_label(runs: pd.DataFrame) -> pd.Series:
     rows recorded before topology existed."""
     label = runs["topology"].astype(object).copy()
     for index in label.index[label.isna()]:
-        family = family_of(str(runs.at[index, "task"]))
+        task = str(runs.at[index, "task"])
+        if not _builds_own_graph(task):  # null topology on any other task: recorded before topologies
+            continue
+        family = family_of(task)
         parts = [f"{key}={runs.at[index, key]}" for key in (family.top_level if family is not None else ())
                  if key in runs and pd.notna(runs.at[index, key])]
         if parts:
             label[index] = " ".join(parts)
     return label.fillna("complete")
+
+
+def _builds_own_graph(task: str) -> bool:
+    """Whether the task's generator builds its own graph (`Task.topology_need` "builds")."""
+    try:
+        return get_task(task).topology_need == "builds"
+    except (KeyError, ValueError):  # a task no installed family provides
+        return False
 
 
 def topology_table(runs: pd.DataFrame) -> pd.DataFrame:
