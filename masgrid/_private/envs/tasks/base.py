@@ -127,7 +127,8 @@ class Task(ABC):
 
     def resolve_agents(self, agents: int, **extra: Any) -> int:
         """The number of agents a run has: `agents` as configured, unless the family derives it
-        from its own options (CooperBench: one per feature, or one in solo)."""
+        from its own options (CooperBench: one per feature, or one in solo). `extra`: the
+        family's validated option block; called on the config's input, before its fields."""
         return agents
 
     def validate_options(self, agents: int, k: int, seed: int, **extra: Any) -> None:

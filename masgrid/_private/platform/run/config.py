@@ -5,6 +5,17 @@ names the offending field. The user-facing keys are the same for every benchmark
 task, protocol, agents, k, condition, backend, model, seed, results_dir; a family's own
 settings live in its option block (`agentsnet:`), and the few it declares top-level
 (`Family.top_level`, e.g. MAS-Bench's `mode`) may also be given without the block's name.
+
+Validation happens in three plain steps, each in one place, and no validator assigns a field
+after the fact:
+1. the input's forms (`_input_forms`, before the fields): a top-level family key moves into its
+   block, a null protocol becomes the family's default, and a family that derives the number of
+   agents from its options (`Task.resolve_agents`, CooperBench) gives `agents` its value;
+2. each field by itself, where `k` (null: the task's default_k) and `execution` (auto settings
+   as the task's schedule places runs) are resolved from the already validated `task`;
+3. the checks across fields (`_consistent_across_fields`): the task's own limits, channel,
+   topology, team, scoring model, serving. The team it resolves is kept as derived data
+   (`team_resolved`), not a field.
 """
 
 from __future__ import annotations
@@ -14,8 +25,8 @@ import json
 from typing import TYPE_CHECKING, Any, Literal, Self
 from collections.abc import Mapping
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, create_model,
+                      field_validator, model_validator)
 
 from masgrid._private.actors.backends import BackendSettings
 from masgrid._private.actors.backends.sampling import compare_with_paper
@@ -162,6 +173,63 @@ STATUS_ACTOR_AFTER_S = 30.0
 FAMILY_BLOCKS = tuple(name for name, family in families().items() if family.options is not None)
 
 
+def _top_level_keys_into_blocks(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`mode=desc` is `masbench.mode=desc`: a family's option a config may give at the top
+    level (`Family.top_level`) moves into its block; given both ways, the two must agree."""
+    owners = {key: family for key, family in top_level_keys().items() if key in data}
+    if not owners:
+        return data
+    data = dict(data)
+    for key, family in owners.items():
+        block = data.get(family.name)
+        if isinstance(block, BaseModel):  # an options object, e.g. built in Python
+            block = block.model_dump(exclude_unset=True)  # its defaults are filled in again
+        block = dict(block) if isinstance(block, Mapping) else {} if block is None else block
+        if not isinstance(block, dict):
+            continue  # left as given: the block's own validation and extra="forbid" name both
+        value = data.pop(key)
+        if key in block and block[key] != value:
+            raise ValueError(f"{key}: given as {key}={value!r} and as {family.name}.{key}={block[key]!r}; "
+                             f"set it once")
+        block[key] = value
+        data[family.name] = block
+    return data
+
+
+def _family_default_protocol(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A null or absent protocol: the task's family default (`Family.default_protocol`), else
+    the field's own default."""
+    if data.get("protocol") is None:
+        family = family_of(str(data.get("task") or default_task()))
+        if family is not None and family.default_protocol is not None:
+            return {**data, "protocol": family.default_protocol}
+        return {key: value for key, value in data.items() if key != "protocol"}
+    return data
+
+
+def _agents_from_family_options(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`agents` as the task derives it from its family's options (`Task.resolve_agents`; CooperBench:
+    one per feature), computed on the input so that the field is validated with its final value.
+    An unknown task or an invalid block is left alone: their fields' own validation names them."""
+    name = data.get("task") or default_task()
+    family = family_of(str(name))
+    if family is None or family.options is None:
+        return data
+    try:
+        task = get_task(str(name))
+        block = data.get(family.name)
+        options = block if isinstance(block, family.options) else family.options.model_validate(block or {})
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return data
+    given = data.get("agents", _RunConfigBase.model_fields["agents"].default)
+    if isinstance(given, str) and given.strip().isdigit():
+        given = int(given)  # as the field's own (lax) validation reads it
+    if isinstance(given, bool) or not isinstance(given, int):
+        return data  # the field's validation names a malformed value
+    agents = task.resolve_agents(given, **options.model_dump())
+    return data if agents == given else {**data, "agents": agents}
+
+
 class _RunConfigBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -169,7 +237,8 @@ class _RunConfigBase(BaseModel):
                       "first family in report order (conf/config.yaml names its own)")
     protocol: str = Field("broadcast", description="null or absent: the task's family default (Family.default_protocol)")
     agents: int = Field(5, ge=1, le=100_000)
-    k: int | None = Field(None, ge=1, le=1_000_000, description="per-agent workload; null: the task's default_k")
+    k: int | None = Field(None, ge=1, le=1_000_000, validate_default=True,
+                          description="per-agent workload; null: the task's default_k")
     condition: str = "base"
     backend: Literal["scripted", "openai", "serve"] = "scripted"
     model: BackendSettings = Field(default_factory=BackendSettings)
@@ -179,7 +248,8 @@ class _RunConfigBase(BaseModel):
     topology: TopologySettings = Field(default_factory=TopologySettings,
                                        description="the communication graph of the p2p and broadcast protocols "
                                                    "(docs/topology.md); complete: every agent reaches every other")
-    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings, validate_default=True,
+                                         description="auto settings come resolved for the task's schedule")
     experiment: str | None = Field(None, description="a name for the study, recorded in every table (not identity)")
     tags: list[str] = Field(default_factory=list, description="free labels recorded in every table (not identity)")
     validity: ValiditySettings = Field(default_factory=ValiditySettings)
@@ -202,40 +272,11 @@ class _RunConfigBase(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _top_level_keys_into_blocks(cls, data: Any) -> Any:
-        """`mode=desc` is `masbench.mode=desc`: a family's option a config may give at the top
-        level (`Family.top_level`) moves into its block; given both ways, the two must agree."""
+    def _input_forms(cls, data: Any) -> Any:
+        """Step 1, on the input as given, in this order (each step reads the previous one's result)."""
         if not isinstance(data, Mapping):
             return data
-        owners = {key: family for key, family in top_level_keys().items() if key in data}
-        if not owners:
-            return data
-        data = dict(data)
-        for key, family in owners.items():
-            block = data.get(family.name)
-            if isinstance(block, BaseModel):  # an options object, e.g. built in Python
-                block = block.model_dump(exclude_unset=True)  # its defaults are filled in again
-            block = dict(block) if isinstance(block, Mapping) else {} if block is None else block
-            if not isinstance(block, dict):
-                continue  # left as given: the block's own validation and extra="forbid" name both
-            value = data.pop(key)
-            if key in block and block[key] != value:
-                raise ValueError(f"{key}: given as {key}={value!r} and as {family.name}.{key}={block[key]!r}; "
-                                 f"set it once")
-            block[key] = value
-            data[family.name] = block
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _family_default_protocol(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and data.get("protocol") is None:
-            family = family_of(str(data.get("task") or default_task()))
-            if family is not None and family.default_protocol is not None:
-                data = {**data, "protocol": family.default_protocol}
-            else:
-                data = {key: value for key, value in data.items() if key != "protocol"}
-        return data
+        return _agents_from_family_options(_family_default_protocol(_top_level_keys_into_blocks(data)))
 
     @field_validator("protocol")
     @classmethod
@@ -258,15 +299,32 @@ class _RunConfigBase(BaseModel):
         get_task(value)  # raises ValueError naming the known tasks
         return value
 
+    @field_validator("k")
+    @classmethod
+    def _task_default_k(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Step 2: null K is the task's default_k (`task` is validated before `k`)."""
+        if value is None and "task" in info.data:
+            return get_task(info.data["task"]).default_k
+        return value
+
+    @field_validator("execution")
+    @classmethod
+    def _placed_as_the_schedule_runs(cls, value: ExecutionSettings, info: ValidationInfo) -> ExecutionSettings:
+        """Step 2: execution.components=auto, runs_per_driver=null and status_actor_after_s=auto
+        as the task's schedule places its runs (placement only: no run id changes)."""
+        if "task" not in info.data:
+            return value
+        try:
+            return value.resolved(get_task(info.data["task"]).schedule)
+        except ValueError as exc:
+            raise ValueError(str(exc).removeprefix("execution.")) from None
+
     @model_validator(mode="after")
-    def _check_against_task(self) -> Self:
+    def _consistent_across_fields(self) -> Self:
+        """Step 3: checks that read several fields; none of them assigns a field."""
         task = get_task(self.task)
-        if self.k is None:
-            self.k = task.default_k
-        self.agents = task.resolve_agents(self.agents, **self.generation_kwargs())
-        task.validate_params(self.agents, self.k, self.protocol, self.condition)
-        task.validate_options(self.agents, self.k, self.seed, **self.generation_kwargs())
-        self.execution = self.execution.resolved(task.schedule)  # execution.components=auto, runs_per_driver=null
+        task.validate_params(self.agents, self.k_resolved, self.protocol, self.condition)
+        task.validate_options(self.agents, self.k_resolved, self.seed, **self.generation_kwargs())
         if self.channel.active:
             if not get_protocol(self.protocol).channel_support:
                 raise ValueError(f"channel: protocol {self.protocol} does not route its messages through the "
@@ -280,7 +338,8 @@ class _RunConfigBase(BaseModel):
 
             check_topology(self.topology, task, self.protocol, self.agents, self.seed, self.max_rounds, self.backend,
                            self.condition)
-        if self.team.active:  # each member's preset resolved and checked; the `model` group is not used by agents
+        if self.team.active:  # each member's preset resolved and checked (kept: derived data, not a field);
+            # the `model` group is not used by agents
             self._team = resolve_team(self.team, self.agents, self.backend, self.seed, graph=self.placement_graph)
         elif self.backend == "openai" and not self.model.base_url:
             raise ValueError(f"model.base_url: backend=openai needs an endpoint, model preset {self.model.name!r} has none")
