@@ -3,8 +3,8 @@
 Under pytest-xdist (`PYTEST_WORKERS=2 make test`; the default is one process) each worker
 is a session of its own: it gets a Ray temp dir of its own (RAY_TMPDIR, inherited by every
 `masgrid` subprocess it starts), so neither worker's `ray.init` nor `masgrid run` finds or joins the other's
-cluster. Tests that start the real engine or a Ray head share a group (`xdist_group`,
-placed below), so one worker runs them all: one engine per test run, not one per worker.
+cluster. Test files that start the real engine or a Ray head share a group (`xdist_group`
+below), so one worker runs them all: one engine per test run, not one per worker.
 """
 
 from __future__ import annotations
@@ -20,22 +20,43 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # short: Ray's socket paths live under it (AF_UNIX paths are limited to 107 bytes)
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"ray-{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
 
-#: the real engine (vLLM's CPU build): its session fixture, and the files that start engines
-#: or Serve LLM deployments of their own; all run on one worker
+#: the real engine (vLLM's CPU build): files that use its session fixture, and the files that
+#: start engines or Serve LLM deployments of their own; all run on one worker
 ENGINE_FIXTURES = {"vllm_engine"}
 ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py", "test_phases_engine.py",
                 "test_cluster_in_miniature.py", "test_prefix_router_real.py", "test_serve_prefix_reset.py"}
-#: files that start Ray heads (`masgrid up`, several nodes on loopback): one worker, one at a time
-CLUSTER_FILES = {"test_cluster.py", "test_multinode.py", "test_cluster_in_miniature.py"}
+#: files that start Ray heads (`masgrid up`, several nodes on loopback) or swap Serve apps
+#: through model phases. On 2 cores two of these at once (on two workers) ran each at half
+#: speed and failed on timing: they share the engine's group.
+CLUSTER_FILES = {"test_cluster.py", "test_multinode.py", "test_phased_sweeps.py"}
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        name = Path(str(item.fspath)).name
-        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())) or name in ENGINE_FILES:
-            item.add_marker(pytest.mark.xdist_group("engine"))
-        elif name in CLUSTER_FILES:
-            item.add_marker(pytest.mark.xdist_group("cluster"))
+def xdist_group(path: Path) -> str | None:
+    """The group a test file runs in under xdist: every test of a group goes to one worker."""
+    if (path.name in ENGINE_FILES | CLUSTER_FILES
+            or any(f in path.read_text(errors="replace") for f in ENGINE_FIXTURES)):
+        return "engine"
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """loadgroup, grouped by file here. xdist marks a group by a suffix of the test id, which
+    pytest 9.2 no longer lets a plugin change: its `xdist_group` marks are silently ignored, and
+    both workers started engines at once."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    groups: dict[str, str | None] = {}
+
+    class FileGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            if file not in groups:
+                path = Path(config.rootpath) / file
+                groups[file] = xdist_group(path) if path.is_file() else None
+            return groups[file] or nodeid
+
+    return FileGroups(config, log)
 
 
 @pytest.fixture(scope="session")
