@@ -30,7 +30,7 @@ def make_script(expected):
         Reply("I am thinking about the task, no command yet."),  # no fences
         Reply(status=500),  # HTTP 500 on every attempt
         Reply(fenced("fly_away now")),  # unknown verb
-        Reply(hang_s=3.0),  # hangs past the 1 s timeout
+        Reply(hang_s=5.0),  # hangs past the 2 s timeout
         Reply(fenced("submit_result [1, 2, 3]", tag="python")),  # wrong length
         Reply(fenced("submit_result [seven, 8]")),  # non-integers
         Reply(""),  # empty reply
@@ -61,7 +61,7 @@ def test_bad_model_outputs_are_survived_and_recorded(tmp_path, executor, http_cl
     with ChatServer(make_script(instance.expected)) as server:
         cfg = RunConfig.from_mapping(dict(
             task="sorting", protocol="broadcast", agents=2, k=2, mode="random", seed=SEED, backend="openai",
-            model={"name": "chaos", "base_url": server.base_url, "timeout_s": 1.0, "max_retries": 1,
+            model={"name": "chaos", "base_url": server.base_url, "timeout_s": 2.0, "max_retries": 1,
                    "http_client": http_client},
             results_dir=str(tmp_path), execution={"executor": executor}, validity={"max_model_error_rate": 0.5}))
         summary = run_one(cfg)

@@ -26,7 +26,9 @@ import pytest
 from tests.support.engine import engine_missing, free_port
 
 ROOT = Path(__file__).resolve().parents[4]
-SEEDS = "0,1,2"
+#: five runs a model: tiny_a's phase must still have runs to do when the first command is
+#: killed (with three, a quiet machine finished them all between the first record and the kill)
+SEEDS = "0,1,2,3,4"
 
 
 def preset(name: str, port: int) -> str:
@@ -103,7 +105,7 @@ def test_two_tiny_engines_that_cannot_share_the_cluster_sweep_in_phases_through_
     try:
         plan = subprocess.run([*cmd, "--plan"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert plan.returncode == 0, plan.stderr[-2000:]
-        assert "model phases: 2 phase(s), 2 model load(s), 6 pending run(s)" in plan.stdout, plan.stdout
+        assert "model phases: 2 phase(s), 2 model load(s), 10 pending run(s)" in plan.stdout, plan.stdout
 
         # first command: killed (SIGKILL, its whole process group) once tiny_a's phase has recorded a run
         first = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=open(tmp_path / "first.log", "wb"),
@@ -118,7 +120,7 @@ def test_two_tiny_engines_that_cannot_share_the_cluster_sweep_in_phases_through_
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(30)
         before = recorded(results)
-        assert set(before["model"]) == {"tiny_a"} and len(before) < 6
+        assert set(before["model"]) == {"tiny_a"} and len(before) < 5, before  # killed inside tiny_a's phase
 
         # the same command again: resumes, finishes everything
         second = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -131,8 +133,8 @@ def test_two_tiny_engines_that_cannot_share_the_cluster_sweep_in_phases_through_
         stop.touch()
         witness.wait(30)
     runs = recorded(results)
-    assert len(runs) == 6 and runs["run_id"].is_unique  # nothing lost, nothing run twice
-    assert sorted(runs.groupby("model").size().items()) == [("tiny_a", 3), ("tiny_b", 3)]
+    assert len(runs) == 10 and runs["run_id"].is_unique  # nothing lost, nothing run twice
+    assert sorted(runs.groupby("model").size().items()) == [("tiny_a", 5), ("tiny_b", 5)]
     kept = before.set_index("run_id")
     assert all(run_id in set(runs["run_id"]) for run_id in kept.index)
 
