@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -40,10 +41,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: vLLM's cache, shared by every engine the suite starts: its model-info entry (vLLM inspects the
+#: model class in a subprocess, about 9 s of a 36 s start here, once per cache) is then written once
+SHARED_CACHE = Path(tempfile.gettempdir()) / f"masgrid-test-vllm-cache-{os.getuid()}"
+
+
 def engine_env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(VLLM_TARGET_DEVICE="cpu", VLLM_CPU_KVCACHE_SPACE="1", HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
-               VLLM_CACHE_ROOT=str(cache / "vllm"), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
+               VLLM_CACHE_ROOT=str(SHARED_CACHE), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
                VLLM_LOGGING_LEVEL="WARNING",
                VLLM_SERVER_DEV_MODE="1")  # POST /reset_prefix_cache (execution.prefix_cache=reset_per_run)
     env.pop("PYTHONPATH", None)  # the engine needs nothing of masgrid's
