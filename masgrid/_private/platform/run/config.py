@@ -36,7 +36,7 @@ from masgrid._private.envs.tokens import CounterChoice, check_spec, resolve_coun
 from masgrid._private.envs.tasks import get_task
 from masgrid._private.platform.run.team import Team, TeamSettings, composition_string, resolve_team
 from masgrid._private.platform.run import team as team_mod
-from masgrid._private.envs.tasks import Instance
+from masgrid._private.envs.tasks import Instance, Task
 from masgrid._private.envs.topology import TopologySettings
 from masgrid.family import default_task, families, family_of, top_level_keys
 from masgrid._private.resources import on_reload
@@ -217,6 +217,8 @@ def _agents_from_family_options(data: Mapping[str, Any]) -> Mapping[str, Any]:
         return data
     try:
         task = get_task(str(name))
+        if type(task).resolve_agents is Task.resolve_agents:
+            return data  # `agents` as configured: no need to validate the block twice
         block = data.get(family.name)
         options = block if isinstance(block, family.options) else family.options.model_validate(block or {})
     except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
