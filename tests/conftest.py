@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,9 @@ def xdist_group(path: Path) -> str | None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """loadgroup, grouped by file here. xdist marks a group by a suffix of the test id, which
     pytest 9.2 no longer lets a plugin change: its `xdist_group` marks are silently ignored, and
-    both workers started engines at once."""
+    both workers started engines at once. Every other file is a unit of its own (as in
+    `--dist loadfile`: a module's fixtures are set up on one worker, not on both), and the
+    engine group, the longest unit, goes out first."""
     from xdist.scheduler import LoadGroupScheduling
 
     groups: dict[str, str | None] = {}
@@ -54,7 +57,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             if file not in groups:
                 path = Path(config.rootpath) / file
                 groups[file] = xdist_group(path) if path.is_file() else None
-            return groups[file] or nodeid
+            return groups[file] or file
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if "engine" in self.workqueue:
+                self.workqueue.move_to_end("engine", last=False)
+            super()._assign_work_unit(node)
 
     return FileGroups(config, log)
 

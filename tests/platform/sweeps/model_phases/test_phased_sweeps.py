@@ -41,9 +41,10 @@ def footprint(ray_session, serve_port):
     FOOTPRINT.update(cpus=round(free * 0.6, 2), free=free, port=serve_port)
 
 
-def runs(model: dict, results: str, seeds=(0, 1)) -> list[RunConfig]:
+def runs(model: dict, results: str, seeds=(0, 1), **extra: object) -> list[RunConfig]:
     return [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "seed": s,
-                                    "backend": "serve", "model": model, "results_dir": results}) for s in seeds]
+                                    "backend": "serve", "model": model, "results_dir": results, **extra})
+            for s in seeds]
 
 
 class Witness:
@@ -217,6 +218,9 @@ def test_an_engine_lost_mid_phase_is_planned_again_and_its_runs_finish(clean, tm
 
     a = standin("a")
     a["serving"]["standin"]["per_token_latency_s"] = 0.02  # runs long enough to be caught in flight
+    # a call through the handle of a deleted app waits for its timeout before the run probes the
+    # endpoint: 8 s (a call takes about 1 s here), not the 120 s default that made this test 137 s long
+    a.update(timeout_s=8.0, max_retries=1)
     cfgs = runs(a, str(tmp_path), seeds=(0, 1, 2, 3))
     done = threading.Event()
 
