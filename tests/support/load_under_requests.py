@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import http.client
+import json
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Iterator
 from typing import Any
-
-
-def readings_while_busy(read: Callable[[], Any], send: Callable[[], Any], requests: int, tries: int,
-                        enough: Callable[[Any], bool]) -> list[Any]:
-    """Sends `requests` calls at once, each on a thread, and reads the load every 0.1 s (at most
-    `tries` times) until a reading is `enough`; returns the readings once every call is back."""
-    threads = [threading.Thread(target=send) for _ in range(requests)]
-    for t in threads:
-        t.start()
-    readings: list[Any] = []
-    for _ in range(tries):
-        readings.append(read())
-        if enough(readings[-1]):
-            break
-        threading.Event().wait(0.1)
-    for t in threads:
-        t.join()
-    return readings
 
 
 def settles_to(read: Callable[[], Any], expected: Any, within_s: float = 10.0) -> Any:
@@ -35,3 +20,29 @@ def settles_to(read: Callable[[], Any], expected: Any, within_s: float = 10.0) -
         time.sleep(0.2)
         reading = read()
     return reading
+
+
+@contextlib.contextmanager
+def streams_in_flight(base_url: str, model: str, count: int, max_tokens: int) -> Iterator[None]:
+    """`count` streamed chat calls that have each sent their first token when the block starts,
+    so they are running in the engine for as long as it lasts (`max_tokens` with `ignore_eos`,
+    thousands of tokens: many seconds), however late this process gets the CPU; closed (and so
+    aborted by the server) at its end. A reading inside the block cannot miss them, as readings
+    raced against calls in threads did on a saturated machine (the calls were over first)."""
+    parts = urllib.parse.urlsplit(base_url)
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "count " * 50}], "stream": True,
+                       "max_tokens": max_tokens, "ignore_eos": True})
+    connections = []
+    try:
+        for _ in range(count):
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+            connections.append(conn)
+            conn.request("POST", f"{parts.path}/chat/completions", body, {"content-type": "application/json"})
+            response = conn.getresponse()
+            assert response.status == 200, (response.status, response.read()[:300])
+            while not response.readline().startswith(b"data:"):
+                pass
+        yield
+    finally:
+        for conn in connections:
+            conn.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import urllib.request
 
 import pandas as pd
@@ -19,7 +20,7 @@ from masgrid._private.platform.sweeps import admission as adm
 from masgrid._private.platform.sweeps.admission import AdmissionControl, Load, LoadUnreadable, VllmMetricsReader
 from masgrid._private.platform.run.config import ConfigError, ExecutionSettings, RunConfig
 from masgrid._private.platform.sweeps.sweep import sweep_settings
-from tests.support.load_under_requests import readings_while_busy, settles_to
+from tests.support.load_under_requests import settles_to, streams_in_flight
 
 
 class Scripted(adm.LoadReader):
@@ -221,19 +222,19 @@ def test_the_layout_is_no_part_of_a_run_id():
 
 # -- against the real engine -----------------------------------------------------------------
 
-def post(engine, max_tokens: int) -> None:
-    engine.chat({"model": "tiny", "messages": [{"role": "user", "content": "count " * 50}],
-                 "max_tokens": max_tokens, "ignore_eos": True})
-
-
 def test_the_load_of_the_real_engine_is_read_from_its_metrics(vllm_engine):
     reader = VllmMetricsReader(vllm_engine.base_url)
     assert reader.read().running == 0
-    # up to 30 s of readings (it stops at the first one with two running): under load the six
-    # threads and the engine's scheduler took longer than the 4 s this once allowed
-    readings = readings_while_busy(reader.read, lambda: post(vllm_engine, 1500), 6, 300, lambda r: r.running >= 2)
+    # six streamed calls of 3,000 tokens, each past its first token before the first reading: under
+    # two xdist workers, readings raced against calls in threads came too late (the test process
+    # got no CPU for seconds while the engine finished the calls) and read 0 every time
+    with streams_in_flight(vllm_engine.base_url, "tiny", 6, 3000):
+        readings = [reader.read()]
+        while readings[-1].running < 2 and len(readings) < 50:
+            time.sleep(0.1)
+            readings.append(reader.read())
     assert max(r.running + r.waiting for r in readings) >= 2, readings
-    assert settles_to(reader.read, Load(0, 0)) == Load(0, 0)
+    assert settles_to(reader.read, Load(0, 0)) == Load(0, 0)  # closed streams are aborted
 
 
 def runs_in_flight(results) -> int:
