@@ -78,12 +78,12 @@ test-family: $(PLUGIN_STAMP)
 run: $(STAMP)
 	$(BIN)/masgrid run $(ARGS)
 
-# PYTEST_WORKERS=2 runs the suite on two pytest-xdist workers: tests/conftest.py gives each a Ray
-# temp dir of its own and sends every test file that starts the real engine, a Serve LLM app or a
-# Ray head to one worker, one at a time. On the 2-core machine that took 37 min against 48 in one
-# process, with 90 % of both cores busy, and one real-engine test failed there that passes alone
-# (docs/performance.md, "The test suite's time"): one process stays the default until it is found.
-PYTEST_WORKERS ?= 0
+# The suite runs on two pytest-xdist workers: tests/conftest.py gives each a Ray temp dir of its
+# own and sends every test file that starts the real engine, a Serve LLM app or a Ray head to one
+# worker, one at a time, handed out first. On the 2-core machine that took 37 min against 48 in
+# one process, both cores saturated (docs/performance.md, "The test suite's time").
+# PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) sandbox-deps engine test-family lint
 	$(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
 
