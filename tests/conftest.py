@@ -1,6 +1,6 @@
 """Shared fixtures: one local Ray instance per test session (2 cores, no dashboard).
 
-Under pytest-xdist (`PYTEST_WORKERS=2 make test`; the default is one process) each worker
+Under pytest-xdist (`make test` runs two workers; `PYTEST_WORKERS=0`: one process) each worker
 is a session of its own: it gets a Ray temp dir of its own (RAY_TMPDIR, inherited by every
 `masgrid` subprocess it starts), so neither worker's `ray.init` nor `masgrid run` finds or joins the other's
 cluster. Test files that start the real engine or a Ray head share a group (`xdist_group`

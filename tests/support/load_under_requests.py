@@ -11,6 +11,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 
+def readings_until(read: Callable[[], Any], enough: Callable[[Any], bool], tries: int = 50) -> list[Any]:
+    """Readings every 0.1 s, up to `tries`, until one is `enough` (the last one then)."""
+    readings = [read()]
+    while not enough(readings[-1]) and len(readings) < tries:
+        time.sleep(0.1)
+        readings.append(read())
+    return readings
+
+
 def settles_to(read: Callable[[], Any], expected: Any, within_s: float = 10.0) -> Any:
     """The last reading, taken every 0.2 s until it equals `expected` or `within_s` passed: a
     replica still counts a call for a moment after its client has the answer."""
@@ -40,8 +49,8 @@ def streams_in_flight(base_url: str, model: str, count: int, max_tokens: int) ->
             conn.request("POST", f"{parts.path}/chat/completions", body, {"content-type": "application/json"})
             response = conn.getresponse()
             assert response.status == 200, (response.status, response.read()[:300])
-            while not response.readline().startswith(b"data:"):
-                pass
+            while not (line := response.readline()).startswith(b"data:"):
+                assert line, "the stream ended before its first token"
         yield
     finally:
         for conn in connections:

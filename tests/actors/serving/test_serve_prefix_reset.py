@@ -6,7 +6,6 @@ of ongoing requests."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 import pandas as pd
@@ -14,7 +13,7 @@ import pytest
 
 from masgrid._private.platform.commands.serve_cli import compose_model
 from tests.support.engine import engine_missing
-from tests.support.load_under_requests import settles_to, streams_in_flight
+from tests.support.load_under_requests import readings_until, settles_to, streams_in_flight
 
 PROMPT = [{"role": "user", "content": "alpha beta gamma delta " * 220}]  # well over one KV block
 
@@ -45,8 +44,8 @@ def two_replicas(tiny_model, serve_port):
     serve.delete(spec.app)
 
 
-def chat(url: str, max_tokens: int = 1) -> dict:
-    body = json.dumps({"model": "tiny", "messages": PROMPT, "max_tokens": max_tokens}).encode()
+def chat(url: str) -> dict:
+    body = json.dumps({"model": "tiny", "messages": PROMPT, "max_tokens": 1}).encode()
     request = urllib.request.Request(url, body, {"content-type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as response:
         return json.loads(response.read())
@@ -85,10 +84,7 @@ def test_the_load_of_a_serve_app_is_its_replicas_ongoing_requests(two_replicas):
     # four streamed calls, each past its first token before the first reading (a race of readings
     # against calls in threads can lose on a saturated machine: test_admission.py)
     with streams_in_flight(f"http://127.0.0.1:{spec.http_port}/tiny-reset/v1", "tiny", 4, 3000):
-        readings = [reader.read()]
-        while readings[-1].running < 2 and len(readings) < 50:
-            time.sleep(0.1)
-            readings.append(reader.read())
+        readings = readings_until(reader.read, lambda r: r.running >= 2)
     assert max(r.running for r in readings) >= 2, readings
     assert settles_to(reader.read, Load(0, 0)) == Load(0, 0)
 

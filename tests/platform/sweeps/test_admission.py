@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import urllib.request
 
 import pandas as pd
@@ -20,7 +19,7 @@ from masgrid._private.platform.sweeps import admission as adm
 from masgrid._private.platform.sweeps.admission import AdmissionControl, Load, LoadUnreadable, VllmMetricsReader
 from masgrid._private.platform.run.config import ConfigError, ExecutionSettings, RunConfig
 from masgrid._private.platform.sweeps.sweep import sweep_settings
-from tests.support.load_under_requests import settles_to, streams_in_flight
+from tests.support.load_under_requests import readings_until, settles_to, streams_in_flight
 
 
 class Scripted(adm.LoadReader):
@@ -229,10 +228,7 @@ def test_the_load_of_the_real_engine_is_read_from_its_metrics(vllm_engine):
     # two xdist workers, readings raced against calls in threads came too late (the test process
     # got no CPU for seconds while the engine finished the calls) and read 0 every time
     with streams_in_flight(vllm_engine.base_url, "tiny", 6, 3000):
-        readings = [reader.read()]
-        while readings[-1].running < 2 and len(readings) < 50:
-            time.sleep(0.1)
-            readings.append(reader.read())
+        readings = readings_until(reader.read, lambda r: r.running >= 2)
     assert max(r.running + r.waiting for r in readings) >= 2, readings
     assert settles_to(reader.read, Load(0, 0)) == Load(0, 0)  # closed streams are aborted
 
