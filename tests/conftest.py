@@ -25,7 +25,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 #: start engines or Serve LLM deployments of their own; all run on one worker
 ENGINE_FIXTURES = {"vllm_engine"}
 ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py", "test_phases_engine.py",
-                "test_cluster_in_miniature.py", "test_prefix_router_real.py", "test_serve_prefix_reset.py"}
+                "test_cluster_in_miniature.py", "test_serve_two_replicas.py"}
 #: files that start Ray heads (`masgrid up`, several nodes on loopback) or swap Serve apps
 #: through model phases. On 2 cores two of these at once (on two workers) ran each at half
 #: speed and failed on timing: they share the engine's group.

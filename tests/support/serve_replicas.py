@@ -71,3 +71,20 @@ def settled_counters(ids: list[str], requests: float = 0, timeout_s: float = 60.
             raise AssertionError(f"the engines' counters show {done:g} successful requests, not {requests:g}, "
                                  f"{timeout_s:.0f} s after the last reply: {counters}")
         time.sleep(1.0)
+
+
+def quiet_counters(ids: list[str], quiet_s: float = 12.0, timeout_s: float = 90.0,
+                   url: str | None = None) -> dict[str, dict[str, float]]:
+    """engine_counters once they have not changed for `quiet_s` (longer than Ray's 10 s metrics
+    report interval): a starting point for differences when earlier calls, whose count is not
+    known here, may still be on their way to the metrics agent."""
+    deadline = time.monotonic() + timeout_s
+    counters, since = engine_counters(ids, url), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the engines' counters were still changing {timeout_s:.0f} s on: {counters}")
+        time.sleep(1.0)
+        now = engine_counters(ids, url)
+        if now != counters:
+            counters, since = now, time.monotonic()
+    return counters
