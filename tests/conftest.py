@@ -24,7 +24,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 #: the real engine (vLLM's CPU build): files that use its session fixture, and the files that
 #: start engines or Serve LLM deployments of their own; all run on one worker
 ENGINE_FIXTURES = {"vllm_engine"}
-ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py", "test_phases_engine.py",
+ENGINE_FILES = {"test_engine_lost.py", "test_engine_memory.py", "test_serve_llm_real.py",
                 "test_cluster_in_miniature.py", "test_serve_two_replicas.py"}
 #: files that start Ray heads (`masgrid up`, several nodes on loopback) or swap Serve apps
 #: through model phases. On 2 cores two of these at once (on two workers) ran each at half

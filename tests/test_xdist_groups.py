@@ -23,7 +23,7 @@ def test_the_scheduler_groups_by_file(pytestconfig, monkeypatch):
     scopes = {scheduler._split_scope(f"{engine}::test_agentsnet"),
               scheduler._split_scope(f"{engine}::test_masbench_protocols[kv]"),
               scheduler._split_scope("tests/platform/cluster/test_cluster.py::test_up_and_down"),
-              scheduler._split_scope("tests/platform/sweeps/model_phases/test_phases_engine.py::test_x@other")}
+              scheduler._split_scope("tests/platform/sweeps/model_phases/test_cluster_in_miniature.py::test_x@other")}
     assert scopes == {"engine"}
     plain = "tests/platform/run/test_config.py::test_run_id_is_identity_not_placement"
     assert scheduler._split_scope(plain) == "tests/platform/run/test_config.py"

@@ -16,9 +16,12 @@ Ray itself; `masgrid run -m ... --plan` runs against the same cluster; a team ne
 the models at once is planned. No engine is started.
 
 tiny: two nodes of 2 logical CPUs; two presets derived from tiny_cpu, each reserving more
-than half of what the cluster can give both (a 1.5-CPU replica and a 1-CPU ingress), run a
-real `masgrid run -m --config-dir DIR backend=serve model=tiny_a,tiny_b ...` sweep through
-the real vLLM CPU engine, while this process watches Serve's replica placement groups.
+than half of what the cluster can give both (a 1.5-CPU replica and a 1-CPU ingress), swept as
+a researcher would (`masgrid run -m --config-dir DIR backend=serve model=tiny_a,tiny_b ...`)
+through the real vLLM CPU engine, killed with SIGKILL inside tiny_a's phase and resumed with
+the same command, while this process watches Serve's replica placement groups and the token
+counters each engine exports through Ray's metrics agents (the acceptance sweep of model
+phases: one cluster and two engine loads serve both checks).
 """
 
 from __future__ import annotations
@@ -47,7 +50,13 @@ PG_READY_S = 60.0
 BLOCKED_PROBE_S = 3.0
 
 TINY_NODE_CPUS = 2
-TINY_SWEEP = ("backend=serve", "model=tiny_a,tiny_b", "task=sorting", "protocol=kv", "agents=2", "k=2", "seed=0")
+#: five runs a model, one at a time: tiny_a's phase must still have runs to do when the first
+#: command is killed (with three, a quiet machine finished them all between the first record and the kill)
+TINY_SWEEP = ("backend=serve", "model=tiny_a,tiny_b", "task=sorting", "protocol=kv", "agents=2", "k=2",
+              "max_rounds=4", "seed=0,1,2,3,4", "sweep.max_concurrent=1")
+#: tiny_a's replies are longer, so its runs last long enough (about a second each) for the kill
+#: to land inside its phase
+TINY_MAX_TOKENS = {"a": 64, "b": 16}
 
 
 def _env() -> None:
@@ -63,7 +72,7 @@ def _env() -> None:
 def _start(nodes: list[dict[str, Any]]) -> Any:
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={**nodes[0], "include_dashboard": False})
+    cluster = Cluster(initialize_head=True, head_node_args={"include_dashboard": False, **nodes[0]})
     for args in nodes[1:]:
         cluster.add_node(**args)
     cluster.wait_for_nodes()
@@ -99,6 +108,21 @@ def _live_groups() -> dict[str, dict[str, Any]]:
 
 
 # -- gh200 --------------------------------------------------------------------------------------
+def _wait_resources_free(timeout_s: float = 30.0) -> float:
+    """Seconds until every node's available CPU and GPU equal its totals (nothing reserved)."""
+    import ray
+    from ray._private import state
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        available = state.available_resources_per_node()
+        if all(available.get(n["NodeID"], {}).get(key, 0.0) == n["Resources"].get(key, 0.0)
+               for n in ray.nodes() if n["Alive"] for key in ("CPU", "GPU")):
+            break
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
 def gh200(out: Path, work: Path) -> None:
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
@@ -201,7 +225,9 @@ def gh200(out: Path, work: Path) -> None:
             placed.append(seen)
         facts["placed"] = placed
 
-        # a team needing two of the models at once does not fit: refused with the numbers
+        # a team needing two of the models at once does not fit: refused with the numbers (once
+        # the resource view has caught up with the removed groups: it lags the group table)
+        facts["resources_free_s"] = _wait_resources_free()
         team = api.grid(["sweep=masbench", "backend=serve", "task=sorting", "protocol=kv", *GH200_CUT,
                          "team.models=[deepseek_v31,qwen3_next_80b,deepseek_v31]"])
         facts["team_needs"] = sorted({s.name for c in team for s in c.agent_endpoints()})
@@ -229,6 +255,7 @@ def tiny_presets(conf: Path, http_port: int) -> None:
         (folder / f"tiny_{x}.yaml").write_text(
             "defaults: [tiny_cpu]\n"
             f"name: tiny-{x}\nserved_name: tiny-{x}\n"
+            f"max_tokens: {TINY_MAX_TOKENS[x]}\n"
             f"serving:\n  app: tiny-{x}\n  route_prefix: /tiny-{x}\n  http_port: {http_port}\n"
             "  cpus_per_worker: 0.5\n  ingress_cpus: 1.0\n")
 
@@ -252,6 +279,23 @@ class _Watch(threading.Thread):
         self.ingress: dict[str, dict[str, Any]] = {}  # app -> its ingress actor's resources and node
         self.polls = 0
         self.errors: list[str] = []
+        self.counters: list[dict[str, dict[str, float]]] = []  # every poll's engine token counters, by model
+
+    def sample_counters(self) -> None:
+        """The vLLM token counters every node's metrics agent exports (Serve LLM's
+        `log_engine_metrics`), summed by served model."""
+        import ray
+
+        from tests.support.serve_replicas import model_counters
+
+        total: dict[str, dict[str, float]] = {}
+        for node in ray.nodes():
+            if node["Alive"]:
+                for model, values in model_counters(int(node["MetricsExportPort"]), node["NodeManagerAddress"]).items():
+                    entry = total.setdefault(model, {})
+                    for name, value in values.items():
+                        entry[name] = entry.get(name, 0.0) + value
+        self.counters.append(total)
 
     def run(self) -> None:
         while not self.stop.wait(1.0):
@@ -283,6 +327,7 @@ class _Watch(threading.Thread):
         key = sorted(apps)
         if key not in self.together:
             self.together.append(key)
+        self.sample_counters()
         self.polls += 1
 
 
@@ -299,6 +344,48 @@ def _actors_reserving() -> list[tuple[str, str, dict[str, float]]]:
     return out
 
 
+def _chat(port: int, model: str) -> dict[str, Any]:
+    """One 1-token request through Serve's HTTP route; its usage."""
+    import urllib.request
+
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/{model}/v1/chat/completions", body,
+                                     {"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return dict(json.loads(response.read())["usage"])
+
+
+def _runs(results: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    if not any((results / "runs").rglob("part-*.parquet")):
+        return []
+    runs = pd.read_parquet(results / "runs", columns=["run_id", "model", "status"])
+    return list(runs.to_dict(orient="records"))
+
+
+def _killed_in_first_phase(args: list[str], address: str, extra: dict[str, str], results: Path,
+                           log: Path) -> dict[str, Any]:
+    """The sweep command, SIGKILLed (its whole process group) once its first run is recorded."""
+    import signal
+
+    env = {**os.environ, "RAY_ADDRESS": address, **extra}
+    with log.open("wb") as sink:
+        first = subprocess.Popen([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], env=env,
+                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and first.poll() is None:
+        if any((results / "runs").rglob("part-*.parquet")):  # the first run's row: cheap to look for
+            break
+        time.sleep(0.05)
+    alive = first.poll() is None
+    if alive:
+        os.killpg(first.pid, signal.SIGKILL)
+    first.wait(30)
+    return {"alive_at_kill": alive, "rc": first.returncode, "log": log.read_text(errors="replace")[-4000:],
+            "runs_before": _runs(results)}
+
+
 def tiny(out: Path, work: Path) -> None:
     import ray
 
@@ -308,7 +395,9 @@ def tiny(out: Path, work: Path) -> None:
     port = _free_port()
     tiny_presets(conf, port)
     facts: dict[str, Any] = {"http_port": port}
-    cluster = _start([{"num_cpus": TINY_NODE_CPUS}] * 2)
+    # engine counters reach the metrics agents every 0.5 s instead of 10 s
+    head = {"num_cpus": TINY_NODE_CPUS, "_system_config": {"metrics_report_interval_ms": 500}}
+    cluster = _start([head, {"num_cpus": TINY_NODE_CPUS}])
     watch = _Watch()
     try:
         _connect(cluster)
@@ -320,13 +409,23 @@ def tiny(out: Path, work: Path) -> None:
         facts["plan_cli"] = {"rc": plan.returncode, "stdout": plan.stdout, "stderr": plan.stderr[-4000:]}
         watch.start()
         t0 = time.monotonic()
+        facts["first"] = _killed_in_first_phase(args, cluster.address, extra, results, work / "first.log")
+        # the same command again: resumes and finishes everything
         proc = _cli(args, cluster.address, timeout=1500, extra_env=extra)
         facts["sweep_s"] = time.monotonic() - t0
+        facts["sweep"] = {"rc": proc.returncode, "stdout": proc.stdout[-6000:], "stderr": proc.stderr[-8000:]}
+        # vLLM logs an engine step's stats on its next step: one more request (1 token) makes the
+        # sweep's last step reach tiny_b's counters
+        try:
+            facts["nudge"] = _chat(port, "tiny-b")
+        except OSError as exc:
+            facts["nudge"] = {"error": repr(exc)}
+        time.sleep(3)  # a last sample of the counters
         watch.stop.set()
         watch.join(timeout=10)
-        facts["sweep"] = {"rc": proc.returncode, "stdout": proc.stdout[-6000:], "stderr": proc.stderr[-8000:]}
         facts["watch"] = {"together": watch.together, "nodes": watch.nodes, "bundles": watch.bundles,
-                          "ingress": watch.ingress, "polls": watch.polls, "errors": watch.errors[:5]}
+                          "ingress": watch.ingress, "polls": watch.polls, "errors": watch.errors[:5],
+                          "counters": watch.counters}
         facts["serve_actors_at_end"] = _serve_actors()
         # what the next sweep's plan would see: the apps a phased sweep left deployed count as free
         from masgrid._private.platform.sweeps.model_phases import cluster_state
@@ -341,6 +440,8 @@ def tiny(out: Path, work: Path) -> None:
         watch.stop.set()
         ray.shutdown()
         cluster.shutdown()
+    probes = results / "preflight.jsonl"
+    facts["probes"] = [json.loads(line) for line in probes.read_text().splitlines()] if probes.exists() else []
     phases = read_phases(results)
     facts["phases"] = json.loads(phases.to_json(orient="records", date_format="iso")) if len(phases) else []
     if (results / "runs").is_dir():

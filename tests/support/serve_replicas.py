@@ -88,3 +88,22 @@ def quiet_counters(ids: list[str], quiet_s: float = 12.0, timeout_s: float = 90.
         if now != counters:
             counters, since = now, time.monotonic()
     return counters
+
+
+_TOKENS = re.compile(r"^ray_vllm[:_](prompt_tokens|generation_tokens)(?:_total)?\{([^}]*)\} ([0-9.e+]+)$", re.MULTILINE)
+
+
+def model_counters(metrics_port: int, host: str = "127.0.0.1") -> dict[str, dict[str, float]]:
+    """served model -> {prompt_tokens, generation_tokens} from one node's metrics agent, summed
+    over the series of its engines; {} while the agent does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{metrics_port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for name, labels, value in _TOKENS.findall(text):
+        model = dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("model_name", "?")
+        entry = out.setdefault(model, {})
+        entry[name] = entry.get(name, 0.0) + float(value)
+    return out

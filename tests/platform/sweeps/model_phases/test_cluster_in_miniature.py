@@ -12,7 +12,12 @@ so it never meets this session's Ray; that process writes what it saw as JSON, j
   the numbers. No engine is started.
 - tiny: two Ray nodes of 2 logical CPUs and two presets derived from tiny_cpu that fit one at
   a time; a real `masgrid run -m --config-dir ... backend=serve model=tiny_a,tiny_b` sweep
-  runs each model in a phase of its own through the real vLLM CPU engine.
+  runs each model in a phase of its own through the real vLLM CPU engine, is killed with
+  SIGKILL inside tiny_a's phase and resumed with the same command (the acceptance sweep of
+  model phases). Independent witnesses: Serve's replica placement groups (never both models
+  up) and the token counters each engine exports through Ray's metrics agents (the runs table
+  must match the engine that served a whole phase token for token: its runs plus the phase's
+  one probe).
 """
 
 from __future__ import annotations
@@ -122,7 +127,7 @@ def check_gh200(facts: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # two engine starts of 40-130 s each on shared cores, then the runs
-def test_two_tiny_engines_that_do_not_fit_together_run_a_phase_each_on_two_nodes(tmp_path):
+def test_two_tiny_engines_that_do_not_fit_together_sweep_in_phases_on_two_nodes_through_a_kill(tmp_path):
     from tests.support.engine import engine_missing
 
     missing = engine_missing()
@@ -138,16 +143,25 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
     assert len(facts["nodes"]) == 2
     plan = facts["plan_cli"]
     assert plan["rc"] == 0, plan["stderr"]
-    assert "model phases: 2 phase(s), 2 model load(s), 2 pending run(s); cluster: 2 node(s) (free on the cluster)" \
-        in plan["stdout"]
+    assert "model phases: 2 phase(s), 2 model load(s), 10 pending run(s); cluster: 2 node(s) (free on the cluster)" \
+        in plan["stdout"], plan["stdout"]
     assert [models for _, models, _ in phase_lines(plan["stdout"])] == ["tiny-a x1", "tiny-b x1"]
 
+    # the first command, killed (SIGKILL, its process group) once tiny_a's phase had recorded a run
+    first = facts["first"]
+    assert first["alive_at_kill"], first["log"]
+    before = first["runs_before"]
+    assert before and {r["model"] for r in before} == {"tiny-a"} and len(before) < 5, before
+
+    # the same command again resumed it: nothing lost, nothing run twice, what was kept kept
     sweep = facts["sweep"]
     runs = facts["runs"]
-    assert {r["model"] for r in runs} == names and len(runs) == 2, (runs, sweep["stderr"])
+    assert sweep["rc"] == 0, sweep["stderr"]
+    assert len(runs) == 10 and len({r["run_id"] for r in runs}) == 10, (runs, sweep["stderr"])
+    assert sorted(Counter(r["model"] for r in runs).items()) == [("tiny-a", 5), ("tiny-b", 5)]
+    assert {r["run_id"] for r in before} <= {r["run_id"] for r in runs}
     # a random model's runs complete with the statuses noise implies, never as platform failures
     assert all(r["status"] in ("ok", "degraded") for r in runs), runs
-    assert sweep["rc"] == 0, sweep["stderr"]
     # tokens from the server's usage fields: every answered call reported usage, the run's totals are their sums
     for r in runs:
         calls = facts["model_calls"][r["run_id"]]
@@ -157,19 +171,21 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
         assert set(calls["errors"]) <= {"context_length"}, calls  # a random model fills its context, nothing else
         assert r["tokens_in"] == calls["tokens_in"] > 0 and r["tokens_out"] == calls["tokens_out"] > 0
 
-    # one phase per model, each loaded once, the first released before the second loads
-    rows = sorted(facts["phases"], key=lambda r: r["phase"])
-    assert [r["models"] for r in rows] == [["tiny-a"], ["tiny-b"]]
-    assert [r["loaded"] for r in rows] == [["tiny-a"], ["tiny-b"]]
-    assert [r["released"] for r in rows] == [[], ["tiny-a"]]
-    assert all(r["kept"] == [] and r["failed"] == [] and r["error"] is None for r in rows)
-    assert all(r["runs"] == 1 and r["runs_held"] == 0 and r["load_s"] > 0 and r["run_s"] > 0 for r in rows)
-    # each model's run ran inside its own phase, the phases one after the other
-    assert rows[0]["ended_at"] <= rows[1]["started_at"]
-    for row in rows:
-        (run,) = [r for r in runs if r["model"] == row["models"][0]]
-        assert row["started_at"] <= run["started_at"] <= run["finished_at"] <= row["ended_at"], (row, run)
-    # never both deployed at once (Serve's replica placement groups, watched during the sweep)
+    # over both commands each model was loaded once: the resume kept tiny_a up instead of loading it again
+    rows = sorted(facts["phases"], key=lambda r: (r["started_at"], r["phase"]))
+    assert sorted(m for r in rows for m in r["loaded"]) == ["tiny-a", "tiny-b"], rows
+    assert any("tiny-a" in r["kept"] for r in rows), rows
+    assert all(r["failed"] == [] and r["error"] is None and r["runs_held"] == 0 for r in rows), rows
+    (load_b,) = [r for r in rows if "tiny-b" in r["loaded"]]
+    assert load_b["models"] == ["tiny-b"] and load_b["released"] == ["tiny-a"] and load_b["load_s"] > 1
+    assert load_b["runs"] == 5 and load_b["run_s"] > 0
+    # tiny_b's phase came after every tiny_a run, and its runs ran inside it
+    assert all(r["finished_at"] <= load_b["started_at"] for r in runs if r["model"] == "tiny-a"), (rows, runs)
+    for r in runs:
+        if r["model"] == "tiny-b":
+            assert load_b["started_at"] <= r["started_at"] <= r["finished_at"] <= load_b["ended_at"], (load_b, r)
+
+    # never both deployed at once (Serve's replica placement groups, watched during both commands)
     watch = facts["watch"]
     assert watch["polls"] > 10 and not watch["errors"]
     assert ["tiny-a"] in watch["together"] and ["tiny-b"] in watch["together"]
@@ -185,4 +201,21 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
     held = sum(2.5 for app in after["managed_apps"] if app in names)
     assert after["free_if_released"].get("CPU") == 4.0, after
     assert after["free"].get("CPU", 0.0) == pytest.approx(4.0 - held), after
-    print(f"cluster in miniature, tiny: {took_s:.0f} s in all, the sweep {facts['sweep_s']:.0f} s")
+
+    # tiny_b served a whole phase: its engine counted exactly the runs' tokens, the phase's probe
+    # and the nudge (one request after the sweep, so that the last engine step's stats are logged)
+    probe_b = [p for p in facts["probes"] if p.get("model") == "tiny-b"]
+    assert len(probe_b) == 1, facts["probes"]
+    nudge = facts["nudge"]
+    assert "error" not in nudge, nudge
+    samples = watch["counters"]
+    final = max((c.get("tiny-b", {}) for c in samples), key=lambda c: c.get("prompt_tokens", 0))
+    b = [r for r in runs if r["model"] == "tiny-b"]
+    assert final.get("prompt_tokens") == sum(r["tokens_in"] for r in b) + probe_b[0]["prompt_tokens"] \
+        + nudge["prompt_tokens"], final
+    generated = sum(r["tokens_out"] for r in b) + probe_b[0]["completion_tokens"]
+    assert final.get("generation_tokens") in (generated, generated + nudge["completion_tokens"]), (final, generated)
+    # tiny_a's engine counted at least what its recorded runs used (the killed run's calls too)
+    counted_a = max(c.get("tiny-a", {}).get("prompt_tokens", 0) for c in samples)
+    assert counted_a >= sum(r["tokens_in"] for r in runs if r["model"] == "tiny-a")
+    print(f"cluster in miniature, tiny: {took_s:.0f} s in all, both commands {facts['sweep_s']:.0f} s")

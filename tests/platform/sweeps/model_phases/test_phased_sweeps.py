@@ -1,7 +1,7 @@
 """Sweeps in model phases on the session's Ray (2 CPUs), with stand-in models that reserve
 1.5 CPUs each: two of them cannot be deployed together, as two 16-GPU models on a 16-GPU
 cluster cannot. Serve's own status, sampled during the sweep, is the independent witness of
-what was deployed when. (The real engine's phases: test_phases_engine.py.)"""
+what was deployed when. (The real engine's phases: test_cluster_in_miniature.py.)"""
 
 from __future__ import annotations
 
