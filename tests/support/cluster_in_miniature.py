@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.ray_resources import wait_resources_free
+
 GH200_MODELS = ("deepseek_v31", "qwen3_next_80b", "gpt_oss_120b")
 #: the MAS-Bench grid cut to two runs per model (sweep=masbench varies far more)
 GH200_CUT = ("agents=3", "k=1", "mode=asc", "condition=base", "seed=0")
@@ -108,21 +110,6 @@ def _live_groups() -> dict[str, dict[str, Any]]:
 
 
 # -- gh200 --------------------------------------------------------------------------------------
-def _wait_resources_free(timeout_s: float = 30.0) -> float:
-    """Seconds until every node's available CPU and GPU equal its totals (nothing reserved)."""
-    import ray
-    from ray._private import state
-
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        available = state.available_resources_per_node()
-        if all(available.get(n["NodeID"], {}).get(key, 0.0) == n["Resources"].get(key, 0.0)
-               for n in ray.nodes() if n["Alive"] for key in ("CPU", "GPU")):
-            break
-        time.sleep(0.2)
-    return time.monotonic() - t0
-
-
 def gh200(out: Path, work: Path) -> None:
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
@@ -227,7 +214,7 @@ def gh200(out: Path, work: Path) -> None:
 
         # a team needing two of the models at once does not fit: refused with the numbers (once
         # the resource view has caught up with the removed groups: it lags the group table)
-        facts["resources_free_s"] = _wait_resources_free()
+        facts["resources_free_s"] = wait_resources_free()
         team = api.grid(["sweep=masbench", "backend=serve", "task=sorting", "protocol=kv", *GH200_CUT,
                          "team.models=[deepseek_v31,qwen3_next_80b,deepseek_v31]"])
         facts["team_needs"] = sorted({s.name for c in team for s in c.agent_endpoints()})

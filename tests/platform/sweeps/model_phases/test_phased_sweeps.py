@@ -17,6 +17,7 @@ from masgrid._private.platform.run.config import RunConfig
 from masgrid._private.platform.sweeps.model_phases import cluster_state
 from masgrid._private.platform.sweeps.model_phases.plan import PhasePlanError
 from masgrid._private.platform.sweeps.sweep import run_sweep, sweep_settings
+from tests.support.ray_resources import wait_resources_free
 
 #: what each stand-in reserves: more than half of what the session's Ray has free when this
 #: module starts (1.5 of 2 CPUs on a quiet session), so one fits and two do not
@@ -87,8 +88,11 @@ def delete_apps(*apps: str) -> None:
 @pytest.fixture
 def clean(ray_session):
     """Starts from no managed app: earlier tests' single runs leave theirs registered (e.g. the
-    default stand-in), and a phase would rightly release it, which the release lists check."""
+    default stand-in), and a phase would rightly release it, which the release lists check.
+    The plan reads Ray's free resources, which lag a deleted app's: it waits for them, or a
+    plan made at once sees the session's 2 CPUs still short (seen on a saturated machine)."""
     delete_apps(*cluster_state.managed_apps())
+    wait_resources_free(keys=("CPU",))
     yield
     delete_apps("ph-a", "ph-b", "ph-c", "ph-broken")
 
