@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.kill import kill_when
 from tests.support.ray_resources import wait_resources_free
 
 GH200_MODELS = ("deepseek_v31", "qwen3_next_80b", "gpt_oss_120b")
@@ -351,28 +352,6 @@ def _runs(results: Path) -> list[dict[str, Any]]:
     return list(runs.to_dict(orient="records"))
 
 
-def _killed_in_first_phase(args: list[str], address: str, extra: dict[str, str], results: Path,
-                           log: Path) -> dict[str, Any]:
-    """The sweep command, SIGKILLed (its whole process group) once its first run is recorded."""
-    import signal
-
-    env = {**os.environ, "RAY_ADDRESS": address, **extra}
-    with log.open("wb") as sink:
-        first = subprocess.Popen([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args], env=env,
-                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline and first.poll() is None:
-        if any((results / "runs").rglob("part-*.parquet")):  # the first run's row: cheap to look for
-            break
-        time.sleep(0.05)
-    alive = first.poll() is None
-    if alive:
-        os.killpg(first.pid, signal.SIGKILL)
-    first.wait(30)
-    return {"alive_at_kill": alive, "rc": first.returncode, "log": log.read_text(errors="replace")[-4000:],
-            "runs_before": _runs(results)}
-
-
 def tiny(out: Path, work: Path) -> None:
     import ray
 
@@ -396,7 +375,15 @@ def tiny(out: Path, work: Path) -> None:
         facts["plan_cli"] = {"rc": plan.returncode, "stdout": plan.stdout, "stderr": plan.stderr[-4000:]}
         watch.start()
         t0 = time.monotonic()
-        facts["first"] = _killed_in_first_phase(args, cluster.address, extra, results, work / "first.log")
+        # the first command, SIGKILLed (its process group) once its first run is recorded
+        log = work / "first.log"
+        with log.open("wb") as sink:
+            first = subprocess.Popen([sys.executable, "-m", "masgrid._private.platform.commands.cli", *args],
+                                     env={**os.environ, "RAY_ADDRESS": cluster.address, **extra},
+                                     stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        kill_when(first, lambda: any((results / "runs").rglob("part-*.parquet")), log, 900,
+                  "the first command recorded no run")
+        facts["runs_before"] = _runs(results)
         # the same command again: resumes and finishes everything
         proc = _cli(args, cluster.address, timeout=1500, extra_env=extra)
         facts["sweep_s"] = time.monotonic() - t0

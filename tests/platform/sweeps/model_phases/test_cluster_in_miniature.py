@@ -147,10 +147,9 @@ def check_tiny(facts: dict[str, Any], took_s: float) -> None:
         in plan["stdout"], plan["stdout"]
     assert [models for _, models, _ in phase_lines(plan["stdout"])] == ["tiny-a x1", "tiny-b x1"]
 
-    # the first command, killed (SIGKILL, its process group) once tiny_a's phase had recorded a run
-    first = facts["first"]
-    assert first["alive_at_kill"], first["log"]
-    before = first["runs_before"]
+    # the first command, killed (SIGKILL, its process group) once tiny_a's phase had recorded a
+    # run (tests.support.kill.kill_when: a command that ended first fails the support process)
+    before = facts["runs_before"]
     assert before and {r["model"] for r in before} == {"tiny-a"} and len(before) < 5, before
 
     # the same command again resumed it: nothing lost, nothing run twice, what was kept kept
