@@ -17,6 +17,12 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# Ray's log monitor globs its session's log folder on every pass (ten a second) while the folder
+# holds under this many files; the suite's sessions start hundreds of actors, each leaving log
+# files. At 0 it globs every 0.5 s (Ray's LOG_NAME_UPDATE_INTERVAL_S); every line still reaches
+# the driver, a new file is read from its start. After 150 actors, idle: 1.43 -> 0.79 CPU-s a
+# minute (docs/performance.md). Inherited by every Ray head the suite starts.
+os.environ.setdefault("RAY_LOG_MONITOR_MANY_FILES_THRESHOLD", "0")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # short: Ray's socket paths live under it (AF_UNIX paths are limited to 107 bytes)
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix=f"ray-{os.environ['PYTEST_XDIST_WORKER']}-", dir="/tmp")
@@ -99,6 +105,19 @@ def vllm_engine(tiny_model, tmp_path_factory):
     engine = start_engine(tiny_model, tmp_path_factory.mktemp("vllm"))
     yield engine
     engine.stop()
+
+
+@pytest.fixture(scope="session")
+def cooper_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One CooperBench cache directory for the tests that only need a test environment, shared
+    by both xdist workers: building one (a venv, pip) costs about 5 CPU-s, and every synthetic
+    pool's tree hashes to the same environment. `ensure_env` locks each environment while it
+    builds or checks it, so the workers never build one twice. Tests of building, reuse and
+    broken environments keep a cache of their own."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cooper-cache"
+    root.mkdir(exist_ok=True)
+    return root
 
 
 @pytest.fixture(scope="session")
