@@ -209,7 +209,7 @@ def test_groupchat_histories(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
                     reason="git is needed to build the synthetic CooperBench pool")
-def test_asynchronous_messages(tmp_path: Path) -> None:
+def test_asynchronous_messages(tmp_path: Path, cooper_cache: Path) -> None:
     from masgrid.families.cooper.sandbox import sandbox_problem
     from masgrid.families.cooper.synthetic import write_synthetic_pool
 
@@ -220,7 +220,7 @@ def test_asynchronous_messages(tmp_path: Path) -> None:
         row, events = run(tmp_path / str(seed), block, task=f"cooper/{written.pool}/{written.task_id}",
                           protocol="workspace", seed=seed,
                           cooper={"features": pair, "data_dir": str(written.data_dir),
-                                  "repos_dir": str(written.repos_dir), "cache_dir": str(tmp_path / "cache"),
+                                  "repos_dir": str(written.repos_dir), "cache_dir": str(cooper_cache),
                                   "sandbox": "bwrap" if sandbox_problem() is None else "none"})
         messages = check_against_draw(row, events[events["kind"] == "message"], block, seed, on_time=None)
         outcomes = {m["outcome"] for m in messages}

@@ -22,12 +22,12 @@ pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbo
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory):
+def session(tmp_path_factory: pytest.TempPathFactory, cooper_cache):
     root = tmp_path_factory.mktemp("agentenv")
     pool = write_synthetic_pool(root / "pool")
     task = get_task(f"cooper/{pool.pool}/{pool.task_id}")
     instance = task.generate(2, 0, 0, features=[1, 2], data_dir=str(pool.data_dir),
-                             repos_dir=str(pool.repos_dir), cache_dir=str(root / "cache"), sandbox="bwrap")
+                             repos_dir=str(pool.repos_dir), cache_dir=str(cooper_cache), sandbox="bwrap")
     opened = task.open_session(instance)
     yield opened
     opened.close()

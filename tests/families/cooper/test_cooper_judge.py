@@ -30,7 +30,7 @@ HEADER = re.compile(r"^\[\d+\] agent \d+ -> [^\n]*:\n", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def results(tmp_path_factory: pytest.TempPathFactory, cooper_cache: Path) -> Path:
     """Two coop runs (conversations to judge) and one nocomm run (not judged)."""
     root = tmp_path_factory.mktemp("cooperjudge")
     pool = write_synthetic_pool(root / "pool")
@@ -40,7 +40,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cfg = RunConfig.from_mapping({
             "task": f"cooper/{pool.pool}/{pool.task_id}", "protocol": "workspace", "results_dir": str(results),
             "cooper": {"features": [int(x) for x in features.split(",")], "data_dir": str(pool.data_dir),
-                       "repos_dir": str(pool.repos_dir), "cache_dir": str(root / "cache"), "sandbox": SANDBOX,
+                       "repos_dir": str(pool.repos_dir), "cache_dir": str(cooper_cache), "sandbox": SANDBOX,
                        "setting": setting},
             "execution": {"executor": "local"}})
         assert run_local(cfg).status == "ok"

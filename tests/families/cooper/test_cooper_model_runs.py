@@ -62,7 +62,7 @@ class Script:
         return Reply(tool_calls=[tool_call("finish", {"status": "partial", "summary": "nothing changed"})])
 
 
-def test_cooper_run_through_a_chat_server(tmp_path: Path) -> None:
+def test_cooper_run_through_a_chat_server(tmp_path: Path, cooper_cache: Path) -> None:
     from tokenizers import Tokenizer
 
     pool = write_synthetic_pool(tmp_path / "pool")
@@ -75,7 +75,7 @@ def test_cooper_run_through_a_chat_server(tmp_path: Path) -> None:
                                            "tokenizer": f"hf:{tokenizer}"},
             "preflight": False,
             "cooper": {"features": [1, 3], "data_dir": str(pool.data_dir), "repos_dir": str(pool.repos_dir),
-                       "cache_dir": str(tmp_path / "cache"), "sandbox": SANDBOX},
+                       "cache_dir": str(cooper_cache), "sandbox": SANDBOX},
             "execution": {"executor": "local"}})
         summary = run_local(cfg)
     assert summary.status == "ok", summary.error
@@ -149,7 +149,7 @@ class Chatty(Script):
 
 
 @pytest.mark.parametrize("setting", ["nocomm", "solo"])
-def test_no_messaging_where_the_setting_has_none(tmp_path: Path, setting: str) -> None:
+def test_no_messaging_where_the_setting_has_none(tmp_path: Path, setting: str, cooper_cache: Path) -> None:
     """nocomm: planning talks, execution offers no send_message and refuses one; solo: never."""
     import pandas as pd
 
@@ -163,7 +163,7 @@ def test_no_messaging_where_the_setting_has_none(tmp_path: Path, setting: str) -
             "backend": "openai", "model": {"name": "test", "base_url": server.base_url, "max_retries": 0},
             "preflight": False,
             "cooper": {"features": [1, 3], "setting": setting, "data_dir": str(pool.data_dir),
-                       "repos_dir": str(pool.repos_dir), "cache_dir": str(tmp_path / "cache"), "sandbox": SANDBOX},
+                       "repos_dir": str(pool.repos_dir), "cache_dir": str(cooper_cache), "sandbox": SANDBOX},
             "execution": {"executor": "local"}})
         assert run_local(cfg).status == "ok"
     silent = {2} if setting == "nocomm" else {1, 2}

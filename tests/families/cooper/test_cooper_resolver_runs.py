@@ -34,11 +34,11 @@ PAIR = [1, 2]  # the pool's union_breaks pair
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory: pytest.TempPathFactory):
+def pool(tmp_path_factory: pytest.TempPathFactory, cooper_cache: Path):
     root = tmp_path_factory.mktemp("cooper")
     written = write_synthetic_pool(root / "pool")
     assert written.expected["1,2"] == "union_breaks"
-    return written, root / "cache"
+    return written, cooper_cache
 
 
 def cfg_of(pool, results: Path, resolver_model: dict | None, **cooper: object) -> RunConfig:

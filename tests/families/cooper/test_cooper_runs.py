@@ -30,9 +30,9 @@ SANDBOX = "bwrap" if sandbox_problem() is None else "none"
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory: pytest.TempPathFactory):
+def pool(tmp_path_factory: pytest.TempPathFactory, cooper_cache: Path):
     root = tmp_path_factory.mktemp("cooper")
-    return write_synthetic_pool(root / "pool"), root / "cache"
+    return write_synthetic_pool(root / "pool"), cooper_cache
 
 
 def cfg_of(pool, results: Path, features: list[int], **cooper: object) -> RunConfig:

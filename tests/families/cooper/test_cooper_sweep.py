@@ -20,7 +20,7 @@ SANDBOX = "bwrap" if sandbox_problem() is None else "none"
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory: pytest.TempPathFactory):
+def pool(tmp_path_factory: pytest.TempPathFactory, cooper_cache: Path):
     root = tmp_path_factory.mktemp("cooper-sweep")
     written = write_synthetic_pool(root / "pool")
     subsets = written.data_dir / "subsets"
@@ -29,13 +29,13 @@ def pool(tmp_path_factory: pytest.TempPathFactory):
     (subsets / "mini.json").write_text(json.dumps({"name": "mini", "tasks": [{**task, "pairs": [[4, 5], [1, 3]]}]}))
     (subsets / "whole.json").write_text(json.dumps({"name": "whole", "tasks": [task]}))  # lite's shape: no pairs
     (subsets / "trios.json").write_text(json.dumps({"tasks": [{**task, "groups": [[1, 2, 3], [2, 4, 5]]}]}))
-    return written, root
+    return written, cooper_cache
 
 
 def overrides(pool, results: Path) -> list[str]:
-    written, root = pool
+    written, cache = pool
     return [f"cooper.data_dir={written.data_dir}", f"cooper.repos_dir={written.repos_dir}",
-            f"cooper.cache_dir={root / 'cache'}", f"cooper.sandbox={SANDBOX}", f"results_dir={results}"]
+            f"cooper.cache_dir={cache}", f"cooper.sandbox={SANDBOX}", f"results_dir={results}"]
 
 
 def test_every_subset_shape_gives_its_grid(pool, tmp_path):

@@ -32,18 +32,18 @@ def load(name: str) -> ModuleType:
 
 @pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
 @pytest.mark.parametrize("pair, merge", [((1, 2), "union"), ((1, 3), "clean")])
-def test_reference_steps_match_masgrid_in_the_release_order(tmp_path, monkeypatch, pair, merge):
+def test_reference_steps_match_masgrid_in_the_release_order(tmp_path, monkeypatch, pair, merge, cooper_cache):
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     validate = load("cooper_validate_release")
     pool, task = build_pool(tmp_path / "pool")
     clone = pool.repos_dir / "textkit"
-    env = ensure_env(scratch_clone(clone, task.base_commit, tmp_path / "base"), tmp_path / "cache")
+    env = ensure_env(scratch_clone(clone, task.base_commit, tmp_path / "base"), cooper_cache)
     f1, f2 = pair
     work = tmp_path / "ref"
     work.mkdir()
     ref = validate.reference_pair(task, f1, f2, clone, env.python, ".", pytest_args(task.test_script), work)
     ours = evaluate_patches(task, {f: task.features[f].patch for f in pair}, pool.repos_dir, sandbox=eval_sandbox(),
-                            cache_dir=tmp_path / "cache", first_is_ours=False)
+                            cache_dir=cooper_cache, first_is_ours=False)
     assert ref["merge"] == merge and ours.merge_stage == {"clean": "naive"}.get(merge, merge)
     assert ref["pass"] == ours.feature_pass
     if pair == (1, 2):  # the release's order: feature 2's definition comes first and loses

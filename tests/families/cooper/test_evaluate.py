@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbo
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def setup(tmp_path_factory, cooper_cache):
     root = tmp_path_factory.mktemp("coop")
     pool, task = build_pool(root)
-    return pool, task, eval_sandbox(), root / "cache"
+    return pool, task, eval_sandbox(), cooper_cache
 
 
 @pytest.fixture(scope="module")
