@@ -37,7 +37,10 @@ def streams_in_flight(base_url: str, model: str, count: int, max_tokens: int) ->
     so they are running in the engine for as long as it lasts (`max_tokens` with `ignore_eos`,
     thousands of tokens: many seconds), however late this process gets the CPU; closed (and so
     aborted by the server) at its end. A reading inside the block cannot miss them, as readings
-    raced against calls in threads did on a saturated machine (the calls were over first)."""
+    raced against calls in threads did on a saturated machine (the calls were over first).
+    All calls are sent before the first answer is awaited, so they start together and share
+    the engine until the end: sent one after another, the first could be over before the last
+    had its first token (a fresh clone's run read one call running, once)."""
     parts = urllib.parse.urlsplit(base_url)
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "count " * 50}], "stream": True,
                        "max_tokens": max_tokens, "ignore_eos": True})
@@ -47,6 +50,7 @@ def streams_in_flight(base_url: str, model: str, count: int, max_tokens: int) ->
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
             connections.append(conn)
             conn.request("POST", f"{parts.path}/chat/completions", body, {"content-type": "application/json"})
+        for conn in connections:
             response = conn.getresponse()
             assert response.status == 200, (response.status, response.read()[:300])
             while not (line := response.readline()).startswith(b"data:"):
