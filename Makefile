@@ -85,7 +85,7 @@ run: $(STAMP)
 
 # The suite runs on two pytest-xdist workers: tests/conftest.py gives each a Ray temp dir of its
 # own and sends every test file that starts the real engine, a Serve LLM app or a Ray head to one
-# worker, one at a time, handed out first. On the 2-core machine that took 27-28 min against 48 in
+# worker, one at a time, handed out first. On the 2-core machine that took about 26 min against 48 in
 # one process, both cores saturated (docs/performance.md, "The test suite's time").
 # PYTEST_WORKERS=0 runs it in one process.
 # Lint beside the bytecode and the engine's import check (two cores), then the suite.
