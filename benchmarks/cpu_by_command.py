@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,25 +50,31 @@ def by_root(processes: list[Exited], roots: dict[int, str]) -> dict[str, tuple[i
     """(processes, CPU-s) under each named root (the root itself included), the rest as `other`.
     A pid the system reused is read as its last holder."""
     parent = {p.pid: p.ppid for p in processes}
-    sums: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
-    for p in processes:
-        pid, name, hops = p.pid, "other", 0
+
+    def root_of(p: Exited) -> str:
+        pid, hops = p.pid, 0
         while pid and hops < 64:
             if pid in roots:
-                name = roots[pid]
-                break
+                return roots[pid]
             pid, hops = parent.get(pid, 0), hops + 1
-        sums[name][0] += 1
-        sums[name][1] += p.cpu_s
-    return {k: (int(v[0]), v[1]) for k, v in sums.items()}
+        return "other"
+
+    return _totals(processes, root_of)
 
 
 def by_command(processes: list[Exited]) -> dict[str, tuple[int, float]]:
-    sums: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
+    return _totals(processes, lambda p: p.command)
+
+
+def _totals(processes: list[Exited], key: Callable[[Exited], str]) -> dict[str, tuple[int, float]]:
+    """(processes, CPU-s) by `key`."""
+    count: collections.Counter[str] = collections.Counter()
+    cpu: dict[str, float] = collections.defaultdict(float)
     for p in processes:
-        sums[p.command][0] += 1
-        sums[p.command][1] += p.cpu_s
-    return {k: (int(v[0]), v[1]) for k, v in sums.items()}
+        name = key(p)
+        count[name] += 1
+        cpu[name] += p.cpu_s
+    return {name: (count[name], cpu[name]) for name in count}
 
 
 def report(processes: list[Exited], roots: dict[int, str], top: int = 25) -> str:

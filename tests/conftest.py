@@ -110,9 +110,9 @@ def vllm_engine(tiny_model, tmp_path_factory):
 @pytest.fixture(scope="session")
 def cooper_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One CooperBench cache directory for the tests that only need a test environment, shared
-    by both xdist workers: building one (a venv, pip) costs about 5 CPU-s, and every synthetic
-    pool's tree hashes to the same environment. `ensure_env` locks each environment while it
-    builds or checks it, so the workers never build one twice. Tests of building, reuse and
+    by both xdist workers: building one (a venv, pip) costs about 5 CPU-s, and the synthetic
+    pools' trees need the same one. `ensure_env` locks each environment while it builds or
+    checks it, so the workers never build one twice. Tests of building, reuse and
     broken environments keep a cache of their own."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cooper-cache"

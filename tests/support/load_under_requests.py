@@ -34,13 +34,13 @@ def settles_to(read: Callable[[], Any], expected: Any, within_s: float = 10.0) -
 @contextlib.contextmanager
 def streams_in_flight(base_url: str, model: str, count: int, max_tokens: int) -> Iterator[None]:
     """`count` streamed chat calls that have each sent their first token when the block starts,
-    so they are running in the engine for as long as it lasts (`max_tokens` with `ignore_eos`,
-    thousands of tokens: many seconds), however late this process gets the CPU; closed (and so
-    aborted by the server) at its end. A reading inside the block cannot miss them, as readings
-    raced against calls in threads did on a saturated machine (the calls were over first).
-    All calls are sent before the first answer is awaited, so they start together and share
-    the engine until the end: sent one after another, the first could be over before the last
-    had its first token (a fresh clone's run read one call running, once)."""
+    each running in the engine until it has written `max_tokens` (with `ignore_eos`) or the block
+    ends; closed (and so aborted by the server) at its end. All calls are sent before the first
+    answer is awaited, so they start together and share the engine: sent one after another, the
+    first could be over before the last had its first token (a fresh clone's run read one call
+    running, once). The tiny model writes thousands of tokens in a second or two, so a reader
+    that may be held back that long must check that the calls were still unfinished when it
+    read (test_admission.py does, with the engine's token counter)."""
     parts = urllib.parse.urlsplit(base_url)
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "count " * 50}], "stream": True,
                        "max_tokens": max_tokens, "ignore_eos": True})
