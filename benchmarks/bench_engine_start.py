@@ -24,7 +24,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,8 +39,15 @@ from masgrid._private.platform.commands.serve_cli import compose_model  # noqa: 
 ARMS = ("uni", "mp")
 
 
-def deploy_once(executor: str, model: Path, index: int) -> float:
-    """Seconds from the deploy call to the first answered request; the app is deleted after."""
+def busy_cpu_s() -> float:
+    """CPU-seconds the whole machine has been busy (all but idle and iowait), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def served_in(settings: Any) -> tuple[float, float]:
+    """(seconds, the machine's busy CPU-seconds) from `deploy()` to the first answered 1-token
+    request; the app is deleted after, and its processes given 3 s to exit."""
     import urllib.request
 
     from ray import serve
@@ -46,11 +55,7 @@ def deploy_once(executor: str, model: Path, index: int) -> float:
     from masgrid._private.actors.serving.deploy import deploy, http_base_url
     from masgrid._private.actors.serving.spec import parse_serving
 
-    app = f"start-{executor}-{index}"
-    settings = compose_model(["model=tiny_cpu", f"model.serving.model_path={model}", f"model.serving.app={app}",
-                              f"model.serving.route_prefix=/{app}",
-                              f"+model.serving.engine.extra.distributed_executor_backend={executor}"])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), busy_cpu_s()
     spec = deploy(settings)
     body = json.dumps({"model": settings.request_model, "max_tokens": 1,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -58,18 +63,16 @@ def deploy_once(executor: str, model: Path, index: int) -> float:
                                      body, {"content-type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as response:
         json.loads(response.read())
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, busy_cpu_s() - cpu
     serve.delete(spec.app)
     time.sleep(3)  # the replica's processes exit before the next deploy starts
-    return elapsed
+    return elapsed, used
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="ABBA pairs per arm")
-    parser.add_argument("--out", type=Path, default=None)
-    ns = parser.parse_args()
-
+def abba(arms: tuple[str, str], repeat: int, once: Callable[[str, Path, int], tuple[float, float]],
+         ) -> tuple[dict[str, list[tuple[float, float]]], tuple[float, float]]:
+    """Each arm's (seconds, CPU-s) per deploy, ABBA over `repeat` pairs after one unmeasured
+    warm-up deploy of the first arm, on one private Ray head; and the warm-up's."""
     import tempfile
 
     import ray
@@ -79,24 +82,41 @@ def main() -> None:
     build_tiny_model(model)
     head = start_head()
     os.environ.update(head)
-    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    runs: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}
     try:
         ray.init(address="auto", namespace="masgrid", log_to_driver=False)
-        warm = deploy_once("uni", model, 0)
-        order = [arm for i in range(ns.repeat) for arm in (ARMS if i % 2 == 0 else ARMS[::-1])]
+        warm = once(arms[0], model, 0)
+        order = [arm for i in range(repeat) for arm in (arms if i % 2 == 0 else arms[::-1])]
         for index, arm in enumerate(order, start=1):
-            times[arm].append(deploy_once(arm, model, index))
-            print(f"{arm}: {times[arm][-1]:.1f} s", flush=True)
+            runs[arm].append(once(arm, model, index))
+            print(f"{arm}: {runs[arm][-1][0]:.1f} s, {runs[arm][-1][1]:.1f} CPU-s", flush=True)
     finally:
         ray.shutdown()
         stop_head(head)
-    med = {arm: statistics.median(values) for arm, values in times.items()}
+    return runs, warm
+
+
+def deploy_once(executor: str, model: Path, index: int) -> tuple[float, float]:
+    app = f"start-{executor}-{index}"
+    return served_in(compose_model(["model=tiny_cpu", f"model.serving.model_path={model}", f"model.serving.app={app}",
+                                    f"model.serving.route_prefix=/{app}",
+                                    f"+model.serving.engine.extra.distributed_executor_backend={executor}"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="ABBA pairs per arm")
+    parser.add_argument("--out", type=Path, default=None)
+    ns = parser.parse_args()
+
+    runs, warm = abba(("uni", "mp"), ns.repeat, deploy_once)
+    med = {arm: statistics.median(t for t, _ in values) for arm, values in runs.items()}
     lines = ["# Time to a served model: vLLM's uni executor against mp (tiny model, CPU, one rank)", "",
-             f"{ns.repeat} ABBA pairs after one unmeasured warm-up deploy ({warm:.1f} s); "
+             f"{ns.repeat} ABBA pairs after one unmeasured warm-up deploy ({warm[0]:.1f} s); "
              f"{os.cpu_count()} cores; one private Ray head.", "",
              "| executor | median s | each run s |", "|---|---:|---|"]
     for arm in ARMS:
-        lines.append(f"| {arm} | {med[arm]:.1f} | {', '.join(f'{t:.1f}' for t in times[arm])} |")
+        lines.append(f"| {arm} | {med[arm]:.1f} | {', '.join(f'{t:.1f}' for t, _ in runs[arm])} |")
     lines += ["", f"uni / mp: {med['uni'] / med['mp']:.2f}"]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -20,6 +20,7 @@ Checks made here (each one an error naming the key, raised before Ray starts):
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Serve's own router class for prefix-cache affinity (ray.serve.llm.request_router).
 PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+#: the Serve LLM callback that skips the per-node download of a local model (serving/node_init.py);
+#: named, not imported: this module never imports ray.llm
+LOCAL_MODEL_CALLBACK = "masgrid._private.actors.serving.node_init.LocalModelInit"
 _REMOTE_SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
@@ -384,6 +388,10 @@ class ServingSpec(_Strict):
             "deployment_config": self.deployment_config(replicas),
             "placement_group_config": self.placement_group_config(),
         }
+        if self.model_path and os.path.isdir(self.model_path):
+            # a model found here needs no per-node download task (serving/node_init.py); a path
+            # only the engine nodes have keeps Serve LLM's own step, and its replicas need no masgrid
+            out["callback_config"] = {"callback_class": LOCAL_MODEL_CALLBACK}
         if self.accelerator_type and _ray_knows_accelerator(self.accelerator_type):
             out["accelerator_type"] = self.accelerator_type
         runtime_env = dict(self.runtime_env)
