@@ -21,6 +21,7 @@ from ray.llm._internal.common.callbacks.base import CallbackBase
 
 log = logging.getLogger(__name__)
 
+
 def skippable(model_source: Any, bundle_nodes: set[str], here: str) -> bool:
     """Whether node initialisation has nothing to do: a local model directory (present
     here) and every bundle on this node."""

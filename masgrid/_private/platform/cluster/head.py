@@ -30,9 +30,9 @@ from masgrid._private.platform.results.results_lock import pid_alive
 DEFAULT_PORT = 6379
 #: seconds `masgrid up` waits for the head to accept connections
 UP_TIMEOUT_S = 90.0
-#: seconds `masgrid down` waits for the head's process group to exit after SIGTERM before SIGKILL.
-#: An idle head is gone in about 3 s; one that ran a sweep never exits on SIGTERM alone (its GCS
-#: waits on exporting metrics, warm actors ignore it), and its GCS keeps no state to lose.
+#: seconds `masgrid down` waits for the head's session to exit after SIGTERM to its process group,
+#: before SIGKILL to what is left. An idle head is gone in about 3 s; one that ran a sweep outlived
+#: SIGTERM for more than 18 s (its GCS waits on exporting metrics), and its GCS keeps no state to lose.
 DOWN_TIMEOUT_S = 5.0
 
 
