@@ -33,16 +33,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_simas_sweep import start_head, stop_head  # noqa: E402
+from cpu_per_test import busy_cpu_s  # noqa: E402
 from masgrid._private.actors.serving.tiny_model import build_tiny_model  # noqa: E402
 from masgrid._private.platform.commands.serve_cli import compose_model  # noqa: E402
 
 ARMS = ("uni", "mp")
-
-
-def busy_cpu_s() -> float:
-    """CPU-seconds the whole machine has been busy (all but idle and iowait), from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def served_in(settings: Any) -> tuple[float, float]:
