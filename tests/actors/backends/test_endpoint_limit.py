@@ -240,7 +240,9 @@ def test_a_retry_after_holds_back_every_run(tmp_path, ray_session):
 
 
 class _Caller:
-    """An agent host stand-in: its own process, its own gate to the shared limit."""
+    """An agent host stand-in: its own process, its own gate to the shared limit. Its calls
+    return wall-clock times (one machine, one clock) so the test orders events across
+    processes without assuming how soon a busy machine runs each call."""
 
     def __init__(self, endpoint: str, ceiling: int) -> None:
         from masgrid._private.actors.backends.endpoint_limit import SharedGate
@@ -249,15 +251,21 @@ class _Caller:
         self.held: list[Slot] = []
 
     async def take(self) -> float:
+        """When the slot was granted."""
         slot = await self.gate.acquire()
         self.held.append(slot)
-        return slot.waited_s
+        return time.time()
 
-    async def refused(self, retry_after: float) -> None:
+    async def refused(self, retry_after: float) -> float:
+        """When the refusal was handed to the gate."""
+        at = time.time()
         self.gate.release(self.held.pop(), "overloaded", retry_after)
+        return at
 
-    async def answered(self) -> None:
+    async def answered(self) -> float:
+        at = time.time()
         self.gate.release(self.held.pop(), "answered")
+        return at
 
     def ready(self) -> bool:
         return True
@@ -278,11 +286,13 @@ def test_the_limit_and_a_pause_reach_every_process(ray_session):
     third = c.take.remote()
     ready, _ = ray.wait([third], timeout=0.5)
     assert not ready  # both slots are held elsewhere
-    ray.get(a.answered.remote())
-    assert ray.get(third, timeout=30) > 0.4
-    ray.get(b.refused.remote(1.5))  # limit 2 -> 1, endpoint paused 1.5 s
+    freed_at = ray.get(a.answered.remote())
+    assert ray.get(third, timeout=30) >= freed_at  # granted only once a's slot came back
+    refused_at = ray.get(b.refused.remote(1.5))  # limit 2 -> 1, endpoint paused 1.5 s
     ray.get(c.answered.remote())
-    assert ray.get(a.take.remote(), timeout=30) >= 1.2
+    # a slot is free again, but the pause holds: granted no sooner than 1.5 s after the
+    # refusal, less the moment the limits actor took to hear of it
+    assert ray.get(a.take.remote(), timeout=30) - refused_at >= 1.4
     # the limits actor dies (an earlier command's, on a warm worker): the next request finds
     # a new one and is limited again, not sent unlimited
     from masgrid._private.actors.backends.endpoint_limit import ACTOR_NAME, NAMESPACE, forget_actor

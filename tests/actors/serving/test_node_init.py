@@ -31,7 +31,7 @@ def test_a_model_found_here_names_the_callback_and_one_only_engine_nodes_have_do
     assert local.llm_config_dict("tiny")["callback_config"] == {"callback_class": LOCAL_MODEL_CALLBACK}
     elsewhere = parse_serving(compose_model(["model=tiny_cpu", f"model.serving.model_path={tmp_path / 'gpu-nodes-only'}"]
                                             ).serving)
-    assert "callback_config" not in elsewhere.llm_config_dict("tiny")  # Serve LLM's own step, no masgrid in the replica
+    assert "callback_config" not in elsewhere.llm_config_dict("tiny")  # Serve LLM's own step
     from ray.llm._internal.common.utils.import_utils import load_class
 
     assert load_class(LOCAL_MODEL_CALLBACK) is LocalModelInit  # as Serve LLM loads it in the replica

@@ -128,3 +128,87 @@ def assert_prompt_tokens_are_the_templates(calls, events, tiny_model) -> None:
         assert recorded[call.reply.seq] == len(ids)
         checked += 1
     assert checked == len(calls)
+
+
+class _HandleCaller:
+    """An agent host stand-in: a fresh process calling a deployment by handle, as hosts do."""
+
+    def call(self, settings: dict, app: str, deployment: str) -> dict:
+        import asyncio
+        import sys
+
+        from ray import serve
+
+        from masgrid._private.actors.backends.base import BackendSettings
+        from masgrid._private.actors.serving.handle_backend import HandleChatBackend
+        from masgrid._private.actors.serving.spec import parse_serving
+        from masgrid._private.envs.tokens import get_counter
+
+        model = BackendSettings.model_validate(settings)
+        backend = HandleChatBackend(serve.get_deployment_handle(deployment, app_name=app), model,
+                                    parse_serving(model.serving), get_counter("approx"), None)
+        done = asyncio.run(backend.complete([{"role": "user", "content": "Say something."}]))
+        return {"error": done.error, "text": done.text, "tokens_out": done.tokens_out,
+                "modules": sorted(m for m in ("vllm", "torch", "transformers") if m in sys.modules)}
+
+
+def test_an_agent_host_calls_the_engine_by_handle_without_importing_vllm(tp2_app):
+    """masgrid's engine deployment answers `chat_plain` with plain dicts: the calling process
+    gets a real completion and never imports vLLM or torch (9-10 CPU-s and 650 MB each)."""
+    import ray
+
+    from masgrid._private.actors.serving.chat_body import PLAIN_METHOD
+    from masgrid._private.actors.serving.deploy import target
+    from masgrid._private.actors.serving.plain_server import LLMServer
+
+    settings, spec = tp2_app
+    assert callable(getattr(LLMServer, PLAIN_METHOD))
+    app, deployment = target(settings, spec)
+    caller = ray.remote(_HandleCaller).options(num_cpus=0).remote()
+    try:
+        got = ray.get(caller.call.remote(settings.model_dump(), app, deployment), timeout=120)
+    finally:
+        ray.kill(caller)
+    assert got["error"] is None and got["tokens_out"] > 0 and got["text"], got
+    assert got["modules"] == [], got
+
+
+class _StockChat:
+    """A deployment with Serve LLM's `chat` only (an app masgrid did not deploy): it is handed
+    vLLM's request type and yields the answer, as LLMServer.chat does."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def chat(self, request):
+        self.seen.append(type(request).__name__)
+        yield {"id": "c", "object": "chat.completion", "created": 0, "model": request.model,
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "stock"}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+
+    def requests(self) -> list[str]:
+        return self.seen
+
+
+def test_a_deployment_without_chat_plain_is_called_through_chat(tp2_app):
+    import asyncio
+
+    from ray import serve
+
+    from masgrid._private.actors.serving import handle_backend
+    from masgrid._private.actors.serving.handle_backend import HandleChatBackend
+    from masgrid._private.envs.tokens import get_counter
+
+    settings, spec = tp2_app
+    handle = serve.run(serve.deployment(_StockChat, ray_actor_options={"num_cpus": 0}).bind(),
+                       name="stock-chat", route_prefix=None)
+    try:
+        backend = HandleChatBackend(handle, settings, spec, get_counter("approx"), None)
+        for _ in range(2):
+            done = asyncio.run(backend.complete([{"role": "user", "content": "hi"}]))
+            assert done.error is None and done.text == "stock" and done.tokens_out == 1, done
+        assert ("stock-chat", "_StockChat") in handle_backend._WITHOUT_PLAIN
+        # both calls reached chat with vLLM's request type; the second went there directly
+        assert handle.requests.remote().result(timeout_s=30) == ["ChatCompletionRequest"] * 2
+    finally:
+        serve.delete("stock-chat")

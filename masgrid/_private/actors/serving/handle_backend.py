@@ -6,6 +6,11 @@ inside the cluster (no HTTP hop; Serve's router, e.g. prefix-aware, picks the re
 the preset's route prefix on this node's proxy). For the CPU stand-in each request also
 carries the agent's tag (see `standin.py`); a real model never receives it.
 
+On the vLLM path the call goes to `chat_plain` (plain_server.py), which takes the request
+body and returns the answer as dicts, so the agent host never imports vLLM; a deployment that
+lacks it (an app masgrid did not deploy) is called through Serve LLM's `chat` with vLLM's own
+request type, and each host remembers which deployments those are.
+
 Handle calls get the same contract as the HTTP client: a per-attempt timeout
 (`model.timeout_s`), `model.max_retries` retries with exponential backoff (a hung call is
 cancelled; a replica that died is replaced by Serve and the retry lands on a live one),
@@ -15,6 +20,7 @@ and a `Completion.error` naming the cause after the last attempt.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -22,13 +28,17 @@ from masgrid._private.actors.backends import host_clients, register_backend
 from masgrid._private.actors.backends.base import BackendSettings, ChatBackend, Completion, Message
 from masgrid._private.actors.backends.errors import CallFailure, classify_exception, error_reply, malformed
 from masgrid._private.actors.backends.openai_chat import completion_from_reply, failed_call, http_backend, request_body
+from masgrid._private.actors.serving.chat_body import PLAIN_METHOD, ChatBody
 from masgrid._private.actors.serving.deploy import http_base_url, target
 from masgrid._private.actors.serving.spec import ServingSpec, parse_serving
 from masgrid._private.actors.serving.standin import AGENT_FIELD, AgentTag
 from masgrid._private.envs.tasks import AgentView
 from masgrid._private.envs.tokens import TokenCounter
 
+log = logging.getLogger(__name__)
 BACKOFF_S = 0.5
+#: (app, deployment) found without it, in this process
+_WITHOUT_PLAIN: set[tuple[str, str]] = set()
 #: idle HTTP connections to Serve's proxy expire after this (it keeps them 90 s), so rounds
 #: of a few seconds reuse connections instead of opening new ones
 SERVE_KEEPALIVE_S = 60.0
@@ -45,25 +55,38 @@ class HandleChatBackend(ChatBackend):
         self.count = count
         self.tag = tag
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> Any:
-        body = request_body(self.settings, messages, tools)
-        if self.tag is not None:
-            body[AGENT_FIELD] = self.tag
-            return body
-        from ray.serve.llm.openai_api_models import ChatCompletionRequest  # vLLM path only
-
-        return ChatCompletionRequest(**body)
-
     async def _attempt(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        body = request_body(self.settings, messages, tools)
         if self.spec.kind == "standin":
-            response = self.handle.chat.remote(self._request(messages, tools))
+            body[AGENT_FIELD] = self.tag
+            return await self._answer(self.handle.chat.remote(body))
+        where = (self.handle.app_name, self.handle.deployment_name)
+        if where not in _WITHOUT_PLAIN:
             try:
-                return await asyncio.wait_for(_await(response), self.settings.timeout_s)
-            except TimeoutError:
-                response.cancel()
+                return _completion(await self._answer(getattr(self.handle, PLAIN_METHOD).remote(ChatBody(body))))
+            except Refused:
                 raise
+            except Exception as exc:
+                if f"'{PLAIN_METHOD}' that does not exist" not in str(exc):
+                    raise
+                log.info("Serve deployment %s/%s has no %s: calling its chat with vLLM's types", *where,
+                         PLAIN_METHOD)
+                _WITHOUT_PLAIN.add(where)
+        return await self._attempt_vllm_types(body)
+
+    async def _answer(self, response: Any) -> Any:
+        try:
+            return await asyncio.wait_for(_await(response), self.settings.timeout_s)
+        except TimeoutError:
+            response.cancel()
+            raise
+
+    async def _attempt_vllm_types(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Serve LLM's own `chat`: this process imports vLLM for its request and reply types."""
+        from ray.serve.llm.openai_api_models import ChatCompletionRequest
+
         # LLMServer.chat is a generator: the non-streaming answer is its first item.
-        stream = self.handle.options(stream=True).chat.remote(self._request(messages, tools))
+        stream = self.handle.options(stream=True).chat.remote(ChatCompletionRequest(**body))
         try:
             item = await asyncio.wait_for(stream.__anext__(), self.settings.timeout_s)
         except TimeoutError:
@@ -71,11 +94,7 @@ class HandleChatBackend(ChatBackend):
             raise
         if isinstance(item, list):
             item = item[0]
-        data = item.model_dump() if hasattr(item, "model_dump") else item
-        if not isinstance(data, dict) or "choices" not in data:
-            # vLLM's ErrorResponse (bare or under "error") carries the HTTP status it would have sent
-            raise Refused(error_reply(data) or malformed(str(data)))
-        return data
+        return _completion(item.model_dump() if hasattr(item, "model_dump") else item)
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
@@ -105,6 +124,14 @@ class Refused(Exception):
     def __init__(self, failure: CallFailure) -> None:
         super().__init__(failure.error)
         self.failure = failure
+
+
+def _completion(data: Any) -> dict[str, Any]:
+    """The engine's answer as a completion, or Refused with the error it carries: vLLM's
+    ErrorResponse (bare or under "error") carries the HTTP status it would have sent."""
+    if not isinstance(data, dict) or "choices" not in data:
+        raise Refused(error_reply(data) or malformed(str(data)))
+    return data
 
 
 async def _await(response: Any) -> Any:

@@ -32,6 +32,9 @@ PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
 #: the Serve LLM callback that skips the per-node download of a local model (serving/node_init.py);
 #: named, not imported: this module never imports ray.llm
 LOCAL_MODEL_CALLBACK = "masgrid._private.actors.serving.node_init.LocalModelInit"
+#: the engine deployment's class: Serve LLM's LLMServer plus a plain-data handle method, so agent
+#: hosts call it without importing vLLM (serving/plain_server.py); named, for the same reason
+PLAIN_SERVER = "masgrid._private.actors.serving.plain_server.LLMServer"
 _REMOTE_SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 
 
@@ -387,10 +390,11 @@ class ServingSpec(_Strict):
             "engine_kwargs": self.engine_kwargs(),
             "deployment_config": self.deployment_config(replicas),
             "placement_group_config": self.placement_group_config(),
+            "server_cls": PLAIN_SERVER,
         }
         if self.model_path and os.path.isdir(self.model_path):
             # a model found here needs no per-node download task (serving/node_init.py); a path
-            # only the engine nodes have keeps Serve LLM's own step, and its replicas need no masgrid
+            # only the engine nodes have keeps Serve LLM's own step
             out["callback_config"] = {"callback_class": LOCAL_MODEL_CALLBACK}
         if self.accelerator_type and _ray_knows_accelerator(self.accelerator_type):
             out["accelerator_type"] = self.accelerator_type
