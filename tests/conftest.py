@@ -94,17 +94,46 @@ def tiny_model(tmp_path_factory):
     return path
 
 
+#: the session's engine while it runs (`vllm_engine`), for the hook that stops it after its last user
+_SESSION_ENGINE: list[Any] = []
+
+
 @pytest.fixture(scope="session")
 def vllm_engine(tiny_model, tmp_path_factory):
-    """One real vLLM engine (CPU build) serving the tiny model for the whole session."""
+    """One real vLLM engine (CPU build) serving the tiny model for the session's tests that use
+    it, which run first in the engine's group and stop it when the last one is done
+    (`pytest_runtest_teardown`): idle, it still took about 5 % of a core."""
     from tests.support.engine import engine_missing, start_engine
 
     missing = engine_missing()
     if missing:
         pytest.skip(missing)
     engine = start_engine(tiny_model, tmp_path_factory.mktemp("vllm"))
+    _SESSION_ENGINE.append(engine)
     yield engine
-    engine.stop()
+    engine.stop()  # stopped already unless the session ended early
+
+
+def _uses_engine(item: pytest.Item) -> bool:
+    return "vllm_engine" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files that use the session engine first, each whole and in its own order (a stable
+    sort: every other file keeps its place). They are all in the engine's group, which runs on
+    one worker in this order."""
+    users = {item.path for item in items if _uses_engine(item)}
+    items.sort(key=lambda item: item.path not in users)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the session engine once the last test that uses it is done. Every worker collects
+    the whole suite, so `session.items` after this one says whether another user is to come."""
+    if not _SESSION_ENGINE or not _uses_engine(item):
+        return
+    later = item.session.items[item.session.items.index(item) + 1:]
+    if not any(_uses_engine(other) for other in later):
+        _SESSION_ENGINE.pop().stop()
 
 
 @pytest.fixture(scope="session")

@@ -55,10 +55,16 @@ class HandleChatBackend(ChatBackend):
         self.count = count
         self.tag = tag
 
-    async def _attempt(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The request body; the stand-in's carries the agent's tag."""
         body = request_body(self.settings, messages, tools)
-        if self.spec.kind == "standin":
+        if self.tag is not None:
             body[AGENT_FIELD] = self.tag
+        return body
+
+    async def _attempt(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        body = self._request(messages, tools)
+        if self.spec.kind == "standin":
             return await self._answer(self.handle.chat.remote(body))
         where = (self.handle.app_name, self.handle.deployment_name)
         if where not in _WITHOUT_PLAIN:
