@@ -130,3 +130,26 @@ def test_packing_needs_the_components_in_the_driver():
 
     with pytest.raises(ConfigError, match="runs_per_driver=2 needs execution.components=driver"):
         RunConfig.from_mapping({"execution": {"runs_per_driver": 2, "components": "actors"}})
+
+
+def test_a_process_done_with_sweeping_hands_its_warm_actors_back(tmp_path, ray_session):
+    """release_session_actors stops the idle drivers, the host pool with its hosts and the idle
+    recorders a sweep left (the suite calls it after every file); the next sweep starts anew."""
+    from masgrid._private.platform.sweeps import ray_runs
+
+    def live(prefix: str) -> list[str]:
+        return [a["name"] for a in ray_session.util.list_named_actors(all_namespaces=True)
+                if a["name"].startswith(prefix)]
+
+    cfgs = [config(tmp_path, "warm", agents=2, k=2, seed=s, execution={"reuse_actors": True}) for s in range(2)]
+    assert all(s.status == "ok" for s in run_many(cfgs, max_concurrent=2))
+    job = ray_session.get_runtime_context().get_job_id()
+    assert ray_runs._RECORDERS[f"{job}:driver-workers"] and live("host-pool") and live("pool:")
+    assert ray_runs.release_session_actors() >= 3  # the pool, a recorder, at least one idle driver
+    deadline = time.monotonic() + 15
+    while (live("host-pool") or live("pool:") or live("recorder:")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # ray.kill is asynchronous; the hosts go with the pool that made them
+    assert not live("host-pool") and not live("pool:") and not live("recorder:")
+    assert ray_runs.release_session_actors() == 0
+    again = run_many([config(tmp_path, "warm", agents=2, k=2, seed=2, execution={"reuse_actors": True})])
+    assert again[0].status == "ok" and len(pd.read_parquet(tmp_path / "warm" / "runs")) == 3

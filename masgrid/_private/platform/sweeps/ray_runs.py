@@ -119,6 +119,33 @@ def _stop_idle_recorders() -> None:
             ray.kill(actor, no_restart=True)
 
 
+def release_session_actors() -> int:
+    """Stop the actors this process keeps for its later sweeps: idle driver workers, the host
+    pool (Ray stops the hosts it made with it, idle or kept by a driver) and the recorders no
+    call is using. Each is a process that, idle, still takes about 0.7 % of a core and
+    100-200 MB; a notebook or a test session done with sweeping hands them back here, and the
+    next sweep starts new ones. Not while a sweep of this process runs. Returns how many
+    actors were stopped."""
+    import ray
+
+    if not ray.is_initialized():
+        return 0
+    doomed: list[Any] = []
+    for key in list(_RECORDERS):
+        if key.endswith(":driver-workers"):
+            doomed += _RECORDERS[key]
+            _RECORDERS[key].clear()
+        elif key.endswith(":pool") or not _RECORDERS_IN_USE[key]:
+            doomed.append(_RECORDERS.pop(key))
+            _RECORDER_KEYS.pop(key, None)
+    for actor in doomed:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception as exc:  # noqa: BLE001 - an actor of an earlier Ray session
+            log.debug("could not stop %s: %s", actor, exc)
+    return len(doomed)
+
+
 def host_pool() -> Any:
     """The session's pool of warm environment/agent hosts (`execution.reuse_actors`)."""
     import ray
