@@ -154,7 +154,7 @@ class _HandleCaller:
 
 def test_an_agent_host_calls_the_engine_by_handle_without_importing_vllm(tp2_app):
     """masgrid's engine deployment answers `chat_plain` with plain dicts: the calling process
-    gets a real completion and never imports vLLM or torch (9-10 CPU-s and 650 MB each)."""
+    gets a real completion and never imports vLLM or torch (benchmarks/results/handle_host.md)."""
     import ray
 
     from masgrid._private.actors.serving.chat_body import PLAIN_METHOD

@@ -2,8 +2,9 @@
 
 `LLMServer.chat` takes vLLM's `ChatCompletionRequest` and yields vLLM's response models, so
 a process calling it by DeploymentHandle must import vLLM (and with it torch) to build the
-request and to unpickle the answer: 9-10 CPU-s and about 650 MB per agent host on the
-development machine, and an ImportError on a node that has no vLLM. `chat_plain` takes the
+request and to unpickle the answer: a host making three calls used 6.9 CPU-s and 656 MB
+that way against 1.1 CPU-s and 205 MB through `chat_plain` on the development machine
+(benchmarks/bench_handle_host.py), and a node without vLLM could not call at all. `chat_plain` takes the
 request body as a dict and returns the answer as a dict, building and dumping vLLM's models
 inside the replica, which has vLLM loaded anyway. masgrid deploys its engines with this class
 (`LLMConfig.server_cls`); the class keeps Serve LLM's name, so deployments keep their
