@@ -116,7 +116,7 @@ _SESSION_ENGINE: list[Any] = []
 def vllm_engine(tiny_model, tmp_path_factory):
     """One real vLLM engine (CPU build) serving the tiny model for the session's tests that use
     it, which run first in the engine's group and stop it when the last one is done
-    (`pytest_runtest_teardown`): idle, it still took about 5 % of a core."""
+    (`pytest_runtest_teardown`): idle, it still takes about 1.5 % of a core."""
     from tests.support.engine import engine_missing, start_engine
 
     missing = engine_missing()

@@ -4,9 +4,9 @@
 a process calling it by DeploymentHandle must import vLLM (and with it torch) to build the
 request and to unpickle the answer: a host making three calls used 6.9 CPU-s and 656 MB
 that way against 1.1 CPU-s and 205 MB through `chat_plain` on the development machine
-(benchmarks/bench_handle_host.py), and a node without vLLM could not call at all. `chat_plain` takes the
-request body as a dict and returns the answer as a dict, building and dumping vLLM's models
-inside the replica, which has vLLM loaded anyway. masgrid deploys its engines with this class
+(benchmarks/bench_handle_host.py), and a node without vLLM could not call at all.
+`chat_plain` takes the request body as a dict and returns the answer as a dict, building and
+dumping vLLM's models inside the replica, which has vLLM loaded anyway. masgrid deploys its engines with this class
 (`LLMConfig.server_cls`); the class keeps Serve LLM's name, so deployments keep their
 `LLMServer:<model id>` names and everything Serve LLM does with `chat` (its OpenAI ingress,
 routers, sleep and wake-up) is unchanged. A deployment without `chat_plain` (an app masgrid
