@@ -64,6 +64,14 @@ def served_in(settings: Any) -> tuple[float, float]:
     return elapsed, used
 
 
+def write_report(lines: list[str], out: Path | None) -> None:
+    """Print a benchmark's Markdown report, and write it to `out` when given."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        out.write_text(text)
+
+
 def abba(arms: tuple[str, str], repeat: int, once: Callable[[str, Path, int], tuple[float, float]],
          ) -> tuple[dict[str, list[tuple[float, float]]], tuple[float, float]]:
     """Each arm's (seconds, CPU-s) per deploy, ABBA over `repeat` pairs after one unmeasured
@@ -113,10 +121,7 @@ def main() -> None:
     for arm in ARMS:
         lines.append(f"| {arm} | {med[arm]:.1f} | {', '.join(f'{t:.1f}' for t, _ in runs[arm])} |")
     lines += ["", f"uni / mp: {med['uni'] / med['mp']:.2f}"]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if ns.out:
-        ns.out.write_text(text)
+    write_report(lines, ns.out)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_engine_start import write_report  # noqa: E402
 
 ARMS = ("chat_plain", "vllm_types")
 CALLS = 3
@@ -104,10 +107,7 @@ def main() -> None:
         lines.append(f"| `{arm}` | {med[arm][0]:.2f} | {med[arm][1]:.0f} | {', '.join(map(str, sorted(imported)))} |")
     lines += ["", f"Ratio vllm_types / chat_plain: CPU {med['vllm_types'][0] / med['chat_plain'][0]:.1f}, "
               f"memory {med['vllm_types'][1] / med['chat_plain'][1]:.1f}."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if ns.out:
-        ns.out.write_text(text)
+    write_report(lines, ns.out)
 
 
 if __name__ == "__main__":

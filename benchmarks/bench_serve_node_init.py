@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_engine_start import abba, served_in  # noqa: E402
+from bench_engine_start import abba, served_in, write_report  # noqa: E402
 from masgrid._private.actors.serving.spec import ServingSpec  # noqa: E402
 from masgrid._private.platform.commands.serve_cli import compose_model  # noqa: E402
 
@@ -64,10 +64,7 @@ def main() -> None:
         lines.append(f"| {arm} | {med[arm][0]:.1f} | {med[arm][1]:.1f} | {each} |")
     lines += ["", f"skip / task: {med['skip'][0] / med['task'][0]:.2f} in time, "
               f"{med['skip'][1] / med['task'][1]:.2f} in CPU"]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if ns.out:
-        ns.out.write_text(text)
+    write_report(lines, ns.out)
 
 
 if __name__ == "__main__":
