@@ -266,12 +266,14 @@ def test_a_sweep_against_the_real_engine_takes_more_runs_than_the_fixed_default(
 
     model = {"name": "tiny", "base_url": vllm_engine.base_url, "max_tokens": 48, "max_retries": 0,
              "http_client": "lean"}
-    cfgs = [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "max_rounds": 6,
+    # All eight runs fit one driver process (the automatic ceiling on 2 cores is then 32, not 4), so
+    # a raised limit starts the fifth run at once. With four to a process it waited for a second
+    # process to start, and on a loaded machine the first four runs were over by then (CI read 4).
+    cfgs = [RunConfig.from_mapping({"task": "sorting", "protocol": "kv", "agents": 2, "k": 2, "max_rounds": 10,
                                     "seed": s, "backend": "openai", "model": model, "preflight": False,
                                     "results_dir": str(tmp_path / "r"),
-                                    # four runs to a process: the automatic ceiling on 2 cores is 32, not 4
                                     "execution": {"reuse_actors": True, "components": "driver",
-                                                  "runs_per_driver": 4}})
+                                                  "runs_per_driver": 8}})
             for s in range(8)]
     summaries = run_many(cfgs, max_concurrent=None, admission="load")
     assert [s.status for s in summaries].count("failed") == 0
