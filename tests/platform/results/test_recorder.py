@@ -40,6 +40,21 @@ def test_rerun_of_same_run_replaces_instead_of_duplicating(tmp_path):
     assert Recorder(tmp_path).run_status() == {cfg.run_id: "ok"}
 
 
+def test_recorded_run_is_the_row_as_written_and_none_when_absent_or_damaged(tmp_path):
+    cfg = RunConfig.from_mapping(dict(agents=2, k=2, results_dir=str(tmp_path), execution={"executor": "local"}))
+    rec = Recorder(tmp_path)
+    assert rec.recorded_run(cfg.run_id, cfg.partition) is None
+    run_local(cfg)
+    row = rec.recorded_run(cfg.run_id, cfg.partition)
+    table = pd.read_parquet(tmp_path / "runs").iloc[0]
+    assert row is not None and row["run_id"] == cfg.run_id and row["status"] == table["status"] == "ok"
+    assert row["started_at"] == table["started_at"].to_pydatetime() and row["started_at"].tzinfo is not None
+    assert row["rounds"] == table["rounds"] and row["model_calls"] == table["model_calls"]
+    (path,) = (tmp_path / "runs").rglob(f"part-{cfg.run_id}.parquet")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn file is no proof of completion
+    assert rec.recorded_run(cfg.run_id, cfg.partition) is None
+
+
 def test_writer_killed_mid_write_leaves_a_readable_dataset(tmp_path):
     script = textwrap.dedent(f"""
         from datetime import datetime, timezone

@@ -137,6 +137,16 @@ class Recorder:
         write_table_atomic(partition_dir(self.root, "runs", partition) / f"part-{run_id}.parquet",
                            [run_row], SCHEMAS["runs"])
 
+    def recorded_run(self, run_id: str, partition: dict[str, Any]) -> dict[str, Any] | None:
+        """The run's runs row as written (partition columns aside), or None: not written, or
+        unreadable. A sweep asks when a driver died, to tell a run that ended from one cut short."""
+        path = partition_dir(self.root, "runs", partition) / f"part-{run_id}.parquet"
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError):  # absent or damaged: the run counts as not recorded
+            return None
+        return rows[0] if len(rows) == 1 else None
+
     def run_status(self) -> dict[str, str]:
         """run_id -> status of every recorded run."""
         return {run_id: status for run_id, (status, _) in self.run_outcomes().items()}

@@ -37,7 +37,7 @@ from masgrid._private.platform.run.phase_metrics import mark
 from masgrid._private.platform.run.ports import AgentPoolClient, EnvironmentClient, Port
 from masgrid._private.platform.run.run_metrics import PlayedRun, agent_rows, run_metrics
 from masgrid._private.platform.run.run_outcome import classify_failure, error_classes_json, judge
-from masgrid._private.platform.run.run_summary import RunSummary, family_numbers
+from masgrid._private.platform.run.run_summary import RunSummary, summary_of_row
 from masgrid._private.platform.run.schedulers import PhaseContext, get_scheduler, scheduler_class
 
 #: events are sent to the recorder at least every this many rounds (and whenever the
@@ -398,11 +398,8 @@ class RunDriver:
                        finished_at=datetime.now(UTC),
                        model_error_classes=error_classes_json(log.error_classes))
         await self.recorder.call("finish_run", run_row, agent_rows, partition)
-        return RunSummary(run_id=run_id, status=status, error=error, error_class=error_class, success=run_row.get("success"),
-                          sr=run_row.get("sr"), rounds=run_row.get("rounds"), **family_numbers(cfg.task, run_row),
-                          model_calls=run_row.get("model_calls"),
-                          model_errors=run_row.get("model_errors"), wall_s=wall, results_dir=cfg.results_dir,
-                          engine_lost=engine_lost, engine_lost_endpoint=engine_lost_endpoint)
+        return summary_of_row(cfg.task, run_row, cfg.results_dir, engine_lost=engine_lost,
+                              engine_lost_endpoint=engine_lost_endpoint)
 
     # -- components ------------------------------------------------------------------------
     async def _spawn(self, cls: type, name: str, *args: Any, concurrency: int = 1) -> Port:

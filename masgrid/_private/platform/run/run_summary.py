@@ -51,3 +51,13 @@ def family_numbers(task: str, run_row: dict[str, Any]) -> dict[str, Any]:
               if name.endswith("_phase2") and value is not None}
     return {"metrics": {k: v for k, v in own.items() if v is not None}, "headline": headline,
             "headline_value": run_row.get(headline), "phase2": phase2}
+
+
+def summary_of_row(task: str, run_row: dict[str, Any], results_dir: str, **extra: Any) -> RunSummary:
+    """A run's summary from its runs row: what its driver returns, and what a sweep rebuilds
+    for a run whose driver died after the row was written (the row is what marks it complete)."""
+    return RunSummary(run_id=run_row["run_id"], status=run_row["status"], error=run_row.get("error"),
+                      error_class=run_row.get("error_class"), success=run_row.get("success"),
+                      sr=run_row.get("sr"), rounds=run_row.get("rounds"), **family_numbers(task, run_row),
+                      model_calls=run_row.get("model_calls"), model_errors=run_row.get("model_errors"),
+                      wall_s=run_row.get("wall_s") or 0.0, results_dir=results_dir, **extra)

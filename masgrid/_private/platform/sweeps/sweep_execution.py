@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import UTC, datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from masgrid._private.platform.sweeps.ray_runs import (_RECORDERS, _RECORDERS_IN
                                               recorder_actor, recorder_key, storage_error,
                                               warm_driver, warm_drivers, warm_recorder)
 from masgrid._private.platform.run.run_outcome import classify_failure
-from masgrid._private.platform.run.run_summary import RunSummary
+from masgrid._private.platform.run.run_summary import RunSummary, summary_of_row
 from masgrid._private.platform.results.storage import ResultsUnwritable
 from masgrid._private.platform.cluster.prefix_cache import reset_prefix_cache
 
@@ -182,6 +183,7 @@ class SweepExecution:
         self.job = ray.get_runtime_context().get_job_id()
         self.ends = [_endpoints(c) for c in cfgs]  # the model endpoints each run calls
         self.results: list[RunSummary | None] = [None] * len(cfgs)
+        self.submitted: dict[int, datetime] = {}  # run index -> when its latest attempt was submitted (UTC)
         self.in_flight: dict[Any, tuple[int, Any]] = {}
         self.queue = list(enumerate(cfgs))
         self.stopped: ResultsUnwritable | None = None  # results_dir refused a write: start nothing more
@@ -271,6 +273,7 @@ class SweepExecution:
                 reset_prefix_cache(settings)
             cfg.mark_prefix_cache_reset()
         self.control.started(mine)
+        self.submitted[idx] = datetime.now(UTC)
         rec = self.recorders.of(cfg)
         if cfg.execution.reuse_actors:
             worker = self.workers.pick(cfg)
@@ -292,6 +295,8 @@ class SweepExecution:
         summary = self._summary(ref, cfg, actor)
         if summary is None:  # the results_dir refused the driver's write: the sweep stops starting runs
             return
+        if summary.error_class == "interrupted" and (summary.error or "").startswith("driver died"):
+            summary = self._recorded_before_death(idx, cfg) or summary
         summary.attempts = attempts
         if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
             self.breaker.trip(cfg, summary)
@@ -330,6 +335,31 @@ class SweepExecution:
                 return None
             return RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
                               error_class=classify_failure(exc), results_dir=cfg.results_dir)
+
+    def _recorded_before_death(self, idx: int, cfg: RunConfig) -> RunSummary | None:
+        """The run's summary when its driver died after writing the runs row (its node lost,
+        say, while the driver shut down): the run ended and is kept, not run again.
+
+        Only a row this attempt wrote counts: started no earlier than the attempt was submitted
+        (an earlier attempt's or an earlier sweep's row started before), and not itself an
+        interrupted run's. Submitter and driver clocks are compared: on a cluster whose clocks
+        disagree by more than a driver's start-up, a real row is missed and the run runs again,
+        as it did before."""
+        import ray
+
+        try:
+            row = ray.get(_actor(self.recorders.of(cfg)).recorded_run.remote(cfg.run_id, cfg.partition), timeout=60)
+        except Exception as exc:  # noqa: BLE001 - the recorder cannot say: the run is retried as before
+            log.debug("run %s: could not read its runs row (%s)", cfg.run_id, exc)
+            return None
+        if row is None or row.get("error_class") == "interrupted":
+            return None
+        started = row.get("started_at")
+        if not isinstance(started, datetime) or started.tzinfo is None or started < self.submitted[idx]:
+            return None
+        log.warning("run %s: its driver died after the run was recorded (%s); the recorded run is kept",
+                    cfg.run_id, row.get("status"))
+        return summary_of_row(cfg.task, row, cfg.results_dir)
 
     def _record_driver_death(self, cfg: RunConfig, summary: RunSummary) -> None:
         """A run whose driver died left no runs row: the sweep writes its failed row."""
