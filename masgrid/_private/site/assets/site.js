@@ -247,8 +247,12 @@ function setupTranscripts(header, base, id) {
   select.replaceChildren(...header.transcript_agents.map((a) => el("option", {value: a}, `agent ${a}`)));
   const show = () => {
     const a = select.value;
+    // data-agent names the transcript on show: none while one loads, and a load that a later
+    // choice overtook renders nothing (choosing agent 0 again once left "0" on "loading…")
+    delete target.dataset.agent;
     target.textContent = "loading…";
-    load(base + `agent-${a}.js`, `run:${id}:agent:${a}`).then((entries) => renderTranscript(target, entries, a))
+    load(base + `agent-${a}.js`, `run:${id}:agent:${a}`)
+      .then((entries) => { if (select.value === a) renderTranscript(target, entries, a); })
       .catch(showError);
   };
   select.addEventListener("change", show);
