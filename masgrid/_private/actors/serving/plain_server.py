@@ -6,10 +6,10 @@ request and to unpickle the answer: a host making three calls used 6.9 CPU-s and
 that way against 1.1 CPU-s and 205 MB through `chat_plain` on the development machine
 (benchmarks/bench_handle_host.py), and a node without vLLM could not call at all.
 `chat_plain` takes the request body as a dict and returns the answer as a dict, building and
-dumping vLLM's models inside the replica, which has vLLM loaded anyway. masgrid deploys its engines with this class
-(`LLMConfig.server_cls`); the class keeps Serve LLM's name, so deployments keep their
-`LLMServer:<model id>` names and everything Serve LLM does with `chat` (its OpenAI ingress,
-routers, sleep and wake-up) is unchanged. A deployment without `chat_plain` (an app masgrid
+dumping vLLM's models inside the replica, which has vLLM loaded anyway. masgrid deploys its
+engines with this class (`LLMConfig.server_cls`); the class keeps Serve LLM's name, so
+deployments keep their `LLMServer:<model id>` names and everything Serve LLM does with `chat`
+(its OpenAI ingress, routers, sleep and wake-up) is unchanged. A deployment without `chat_plain` (an app masgrid
 did not deploy) is called through `chat` as before (handle_backend.py).
 
 Only replicas and the deploying process import this module.

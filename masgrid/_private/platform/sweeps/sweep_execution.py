@@ -292,11 +292,9 @@ class SweepExecution:
         if self.gate is not None:
             self.gate.ended(cfg)
         attempts = self.retries.ran(idx)
-        summary = self._summary(ref, cfg, actor)
+        summary = self._summary(ref, idx, actor)
         if summary is None:  # the results_dir refused the driver's write: the sweep stops starting runs
             return
-        if summary.error_class == "interrupted" and (summary.error or "").startswith("driver died"):
-            summary = self._recorded_before_death(idx, cfg) or summary
         summary.attempts = attempts
         if summary.engine_lost is not None:  # recorded interrupted; running it again now would fail again
             self.breaker.trip(cfg, summary)
@@ -313,10 +311,12 @@ class SweepExecution:
         if self.on_done:
             self.on_done(cfg, summary)
 
-    def _summary(self, ref: Any, cfg: RunConfig, actor: Any) -> RunSummary | None:
-        """The run's summary; a driver that died gives a failed one (None: it died of a refused write)."""
+    def _summary(self, ref: Any, idx: int, actor: Any) -> RunSummary | None:
+        """The run's summary; a driver that died gives a failed one, or the run it recorded before
+        dying (None: it died of a refused write)."""
         import ray
 
+        cfg = self.cfgs[idx]
         try:
             summary = ray.get(ref)
             if cfg.execution.reuse_actors:
@@ -333,10 +333,12 @@ class SweepExecution:
             if unwritable is not None:
                 self.stopped = self.stopped or unwritable
                 return None
-            return RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
-                              error_class=classify_failure(exc), results_dir=cfg.results_dir)
+            error_class = classify_failure(exc)
+            recorded = self._recorded_before_death(idx) if error_class == "interrupted" else None
+            return recorded or RunSummary(run_id=cfg.run_id, status="failed", error=f"driver died: {exc}",
+                                          error_class=error_class, results_dir=cfg.results_dir)
 
-    def _recorded_before_death(self, idx: int, cfg: RunConfig) -> RunSummary | None:
+    def _recorded_before_death(self, idx: int) -> RunSummary | None:
         """The run's summary when its driver died after writing the runs row (its node lost,
         say, while the driver shut down): the run ended and is kept, not run again.
 
@@ -347,6 +349,7 @@ class SweepExecution:
         as it did before."""
         import ray
 
+        cfg = self.cfgs[idx]
         try:
             row = ray.get(_actor(self.recorders.of(cfg)).recorded_run.remote(cfg.run_id, cfg.partition), timeout=60)
         except Exception as exc:  # noqa: BLE001 - the recorder cannot say: the run is retried as before
